@@ -1,0 +1,89 @@
+"""The ``dirtiness`` command line. Exit codes: 0 success, 1 internal failure,
+2 bad input or usage, 3 plan refused by policy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+
+from .config import load_config
+from .datalog.syntax import ProgramError
+from .errors import InputError, PolicyError
+
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_POLICY = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors: one line, exit 2
+        raise InputError(f"usage: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dirtiness", description="Dirty objects, clusters and schemas of a SQL project redeploy.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = commands.add_parser("run", help="compute the dirty sets of a change and write them as Delta tables")
+    add_run_arguments(run)
+    return parser
+
+
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--old", required=True, help="deployed snapshot: YAML/JSON document or folder of tables")
+    run.add_argument("--new", required=True, help="desired snapshot: YAML/JSON document or folder of tables")
+    run.add_argument("--out", required=True, help="output root of the Delta tables")
+    run.add_argument("--forced-schema", action="append", default=[], metavar="DB.SCHEMA",
+                     help="redeploy this schema anyway (repeatable)")
+    run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
+    run.add_argument("--rules", help="rule program (.dl); default from the configuration")
+    run.add_argument("--config", help="YAML overlaid on conf/job.yaml")
+    run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
+    run.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def main(argv: list[str] | None = None, set_master: bool = True) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "run":
+            return _run(args, set_master)
+        raise InputError(f"usage: unknown command {args.command}")
+    except (InputError, ProgramError) as error:
+        _fail(error, debug)
+        return EXIT_INPUT
+    except PolicyError as error:
+        _fail(error, debug)
+        return EXIT_POLICY
+    except Exception as error:  # noqa: BLE001 - the last line of defence: one line, exit 1
+        _fail(error, debug, prefix=f"internal error ({type(error).__name__}): ")
+        return EXIT_FAILURE
+
+
+def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
+    if debug:
+        traceback.print_exc()
+    message = " ".join(str(error).split()) or type(error).__name__
+    print(f"dirtiness: {prefix}{message}", file=sys.stderr)
+
+
+def _run(args, set_master: bool) -> int:
+    from .job import RunParams, format_summary, prepare, run
+    from .session import build_session
+
+    config = load_config(args.config)
+    prepared = prepare(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
+                                 run_id=args.run_id, rules=args.rules), config)
+    spark = build_session(config, set_master=set_master)
+    summary = run(spark, prepared, config)
+    print(format_summary(summary))
+    if args.summary_json:
+        with open(args.summary_json, "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=2, sort_keys=True)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Job configuration: ``conf/job.yaml`` overlaid by ``--config`` and then by flags."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import yaml
+
+from .errors import InputError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = PROJECT_ROOT / "conf" / "job.yaml"
+_PATH_KEYS = ("rules",)
+
+
+def load_config(path: str | None = None) -> dict:
+    """The default configuration, overlaid with ``path`` if given; path keys made absolute."""
+    config = _read(str(DEFAULT_CONFIG))
+    if path:
+        config = _merge(config, _read(path))
+    return config
+
+
+def _read(path: str) -> dict:
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: configuration file not found")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}:" if mark is not None else ""
+        raise InputError(f"{path}:{where} malformed YAML: {getattr(error, 'problem', error)}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a configuration must be a mapping")
+    base = os.path.dirname(os.path.abspath(path))
+    for key in _PATH_KEYS:
+        if isinstance(data.get(key), str):
+            data[key] = os.path.normpath(os.path.join(base, data[key]))
+    return data
+
+
+def _merge(base: dict, overlay: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

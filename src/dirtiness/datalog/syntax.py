@@ -1,0 +1,157 @@
+"""Rule programs as data: the abstract syntax and the ``.dl`` parser.
+
+A program is one rule per line (a line ending in ``,`` or ``:-`` continues on
+the next), an optional trailing ``.``, ``#`` or ``%`` comments::
+
+    dependency: DirtyStmt(O) :- DependsOn(O, P), DirtyStmt(P), NOT IsReplacement(P)
+
+The optional ``label:`` names the rule in the provenance of what it derives.
+Arguments are variables (``O``, ``Db``) or the wildcard ``_``; constants are
+not part of the language.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+WILDCARD_PREFIX = "_#"  # wildcards become fresh variables no user name can match
+
+
+class ProgramError(ValueError):
+    """A rule program problem, located as ``file:line: message``."""
+
+    def __init__(self, path: str, line: int, message: str):
+        self.path, self.line, self.message = path, line, message
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class Atom:
+    relation: str
+    args: tuple[str, ...]
+    negated: bool = False
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    def variables(self) -> set[str]:
+        return {a for a in self.args if not is_wildcard(a)}
+
+    def __str__(self) -> str:
+        shown = ", ".join("_" if is_wildcard(a) else a for a in self.args)
+        return f"{'NOT ' if self.negated else ''}{self.relation}({shown})"
+
+
+@dataclass(frozen=True)
+class Rule:
+    label: str
+    head: Atom
+    body: tuple[Atom, ...]
+    line: int
+
+    @property
+    def positive(self) -> tuple[Atom, ...]:
+        return tuple(a for a in self.body if not a.negated)
+
+    @property
+    def negative(self) -> tuple[Atom, ...]:
+        return tuple(a for a in self.body if a.negated)
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.head} :- {', '.join(str(a) for a in self.body)}"
+
+
+@dataclass(frozen=True)
+class Program:
+    path: str
+    rules: tuple[Rule, ...]
+    text: str = field(repr=False, default="")
+
+    @property
+    def derived(self) -> tuple[str, ...]:
+        """Relations defined by rules, in order of first definition."""
+        return tuple(dict.fromkeys(r.head.relation for r in self.rules))
+
+
+def is_wildcard(arg: str) -> bool:
+    return arg.startswith(WILDCARD_PREFIX)
+
+
+_IDENT = r"[A-Za-z][A-Za-z0-9_]*"
+_LABEL = re.compile(rf"^\s*({_IDENT})\s*:(?!-)")
+_ATOM = re.compile(rf"\s*(NOT\s+|not\s+|!\s*)?({_IDENT})\s*\(([^()]*)\)\s*")
+_VARIABLE = re.compile(rf"^(_|{_IDENT})$")
+
+
+def parse_program(text: str, path: str = "<rules>") -> Program:
+    rules: list[Rule] = []
+    for line_no, statement in _statements(text):
+        rules.append(_parse_rule(statement, path, line_no, len(rules)))
+    if not rules:
+        raise ProgramError(path, 0, "the program has no rules")
+    return Program(path=path, rules=tuple(rules), text=text)
+
+
+def _statements(text: str):
+    """Yield (first line number, statement) with comments stripped and continuations joined."""
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = re.split(r"\s[#%]|^[#%]", raw, maxsplit=1)[0].strip()
+        if not line:
+            continue
+        if not pending:
+            start = number
+        pending = f"{pending} {line}".strip()
+        if pending.endswith((",", ":-")):
+            continue
+        yield start, pending
+        pending = ""
+    if pending:
+        yield start, pending
+
+
+def _parse_rule(statement: str, path: str, line: int, index: int) -> Rule:
+    label = f"rule{index + 1}"
+    match = _LABEL.match(statement)
+    if match:
+        label, statement = match.group(1), statement[match.end():]
+    statement = statement.strip()
+    if statement.endswith("."):
+        statement = statement[:-1].rstrip()
+    if statement.count(":-") != 1:
+        raise ProgramError(path, line, f"expected 'Head(...) :- Body(...), ...', got {statement!r}")
+    head_text, body_text = (part.strip() for part in statement.split(":-"))
+    fresh = iter(range(1_000_000))
+    head_atoms = _parse_atoms(head_text, path, line, fresh)
+    if len(head_atoms) != 1 or head_atoms[0].negated:
+        raise ProgramError(path, line, f"the head must be one positive atom, got {head_text!r}")
+    body = _parse_atoms(body_text, path, line, fresh)
+    if not body:
+        raise ProgramError(path, line, "the rule has an empty body")
+    return Rule(label=label, head=head_atoms[0], body=tuple(body), line=line)
+
+
+def _parse_atoms(text: str, path: str, line: int, fresh) -> list[Atom]:
+    atoms, position = [], 0
+    while position < len(text):
+        match = _ATOM.match(text, position)
+        if not match:
+            raise ProgramError(path, line, f"cannot parse an atom at {text[position:]!r}")
+        negated, relation, arg_text = bool(match.group(1)), match.group(2), match.group(3)
+        args = []
+        for raw in (a.strip() for a in arg_text.split(",")) if arg_text.strip() else []:
+            if not _VARIABLE.match(raw):
+                raise ProgramError(path, line, f"{relation}: argument {raw!r} is not a variable or _ "
+                                               "(constants are not supported)")
+            args.append(f"{WILDCARD_PREFIX}{next(fresh)}" if raw == "_" else raw)
+        if not args:
+            raise ProgramError(path, line, f"{relation}() has no arguments")
+        atoms.append(Atom(relation=relation, args=tuple(args), negated=negated))
+        position = match.end()
+        if position < len(text):
+            if text[position] != ",":
+                raise ProgramError(path, line, f"expected ',' between atoms at {text[position:]!r}")
+            position += 1
+    return atoms

@@ -1,0 +1,286 @@
+"""Run-tagged Delta tables under one output root, with two backends.
+
+Every table holds rows of many runs, told apart by a ``run_id`` column; a run
+writes its own files only, so replacing a run's rows (a retry) is one
+transaction that adds the new files and removes that run's old ones.
+
+Backends:
+- ``spark``: native ``format("delta")`` (Databricks, EMR with Delta, Spark
+  Connect servers with Delta).
+- ``deltalake``: for sessions without the Delta jar. Spark writes plain
+  parquet into a fresh folder inside the table; delta-rs commits those files
+  to the Delta log from their parquet footers (no data re-read). The result is
+  a real Delta table for Spark, delta-rs, DuckDB and Polars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+RUN_ID = "run_id"
+_STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
+
+
+class DeltaSchemaError(RuntimeError):
+    """A write whose schema differs from the table's: refused, never merged."""
+
+
+def choose_backend(spark: SparkSession, configured: str = "auto") -> str:
+    if configured in ("spark", "deltalake"):
+        return configured
+    if configured != "auto":
+        raise ValueError(f"delta backend must be auto, spark or deltalake, not {configured!r}")
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if "DeltaSparkSessionExtension" in extensions or os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        return "spark"
+    return "deltalake"
+
+
+@dataclass
+class DeltaStore:
+    """The Delta tables under ``root``: ``store.replace_run("dirty_stmts", df, run_id)``."""
+
+    spark: SparkSession
+    root: str
+    backend: str = "deltalake"
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def exists(self, name: str) -> bool:
+        if self.backend == "spark":
+            try:
+                self.spark.read.format("delta").load(self.path(name)).schema
+                return True
+            except Exception:  # noqa: BLE001 - any failure to resolve means "no table"
+                return False
+        return _is_delta(self.path(name))
+
+    def replace_run(self, name: str, df: DataFrame, run_id: str) -> int:
+        """Write ``df`` (already tagged with ``run_id``) as that run's rows, replacing earlier ones.
+
+        Returns the number of rows written.
+        """
+        if self.backend == "spark":
+            literal = run_id.replace("'", "''")
+            df = df.localCheckpoint()
+            (df.write.format("delta").mode("overwrite")
+             .option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name)))
+            return df.count()
+        return _commit_files(self.spark, self.path(name), df, replace_run=run_id)
+
+    def append(self, name: str, df: DataFrame) -> int:
+        if self.backend == "spark":
+            df = df.localCheckpoint()
+            df.write.format("delta").mode("append").save(self.path(name))
+            return df.count()
+        return _commit_files(self.spark, self.path(name), df, replace_run=None)
+
+    def read(self, name: str) -> DataFrame:
+        if self.backend == "spark":
+            return self.spark.read.format("delta").load(self.path(name))
+        return _read(self.spark, self.path(name))
+
+    def read_run(self, name: str, run_id: str) -> DataFrame:
+        return self.read(name).where(F.col(RUN_ID) == run_id)
+
+
+# --- deltalake backend -------------------------------------------------------
+
+
+def _is_delta(path: str) -> bool:
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(path)
+
+
+def _read(spark: SparkSession, path: str) -> DataFrame:
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path)
+    schema = spark_schema_of(table.schema().to_arrow())
+    uris = table.file_uris()
+    if not uris:
+        return spark.createDataFrame([], schema)
+    # Only the files the log says are active: reading the folder would also
+    # pick up files removed by an earlier replace.
+    return spark.read.schema(schema).parquet(*uris)
+
+
+def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_run: str | None) -> int:
+    from deltalake import DeltaTable, Schema
+    from deltalake.exceptions import DeltaError
+    from deltalake.transaction import CommitProperties, create_table_with_add_actions
+
+    arrow_schema = arrow_schema_of(df.schema)
+    if _is_delta(table_path):  # refuse before writing anything
+        _check_schema(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
+    folder = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
+    df.write.mode("error").parquet(os.path.join(table_path, folder))
+    adds = _add_actions(table_path, folder)
+    rows = sum(json.loads(a.stats)["numRecords"] for a in adds)
+
+    for attempt in range(5):
+        if not _is_delta(table_path):
+            try:
+                create_table_with_add_actions(table_path, Schema.from_arrow(arrow_schema), adds, mode="error")
+                return rows
+            except DeltaError:
+                if not _is_delta(table_path):
+                    raise
+                # another writer created the table first: commit as an append below
+        table = DeltaTable(table_path)
+        _check_schema(table_path, table.schema().to_arrow(), arrow_schema)
+        removes = _run_files(table, replace_run) if replace_run is not None else []
+        try:
+            table.create_write_transaction(
+                adds + removes, mode="append", schema=Schema.from_arrow(arrow_schema),
+                commit_properties=CommitProperties(max_commit_retries=10),
+            )
+            return rows
+        except DeltaError:
+            if attempt == 4:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
+def _check_schema(table_path: str, existing, incoming: pa.Schema) -> None:
+    have = pa.schema(existing)
+    old = [(f.name, str(f.type)) for f in have]
+    new = [(f.name, str(f.type)) for f in arrow_schema_of(spark_schema_of(incoming))]
+    if old != new:
+        raise DeltaSchemaError(f"{table_path}: schema of the table {old} differs from the rows written {new}")
+
+
+def _run_files(table, run_id: str) -> list:
+    """Remove actions for the active files that hold only rows of ``run_id``."""
+    from deltalake.transaction import RemoveAction
+
+    actions = table.get_add_actions(flatten=True)
+    actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
+    rows = actions.to_pylist()
+    now = int(time.time() * 1000)
+    removes = []
+    for row in rows:
+        low, high = row.get(f"min.{RUN_ID}"), row.get(f"max.{RUN_ID}")
+        if low is None or high is None:
+            low = high = _only_run_in_file(table, row["path"])
+        if low == high == run_id:
+            removes.append(RemoveAction(path=row["path"], data_change=True, deletion_timestamp=now,
+                                        size=row.get("size_bytes")))
+    return removes
+
+
+def _only_run_in_file(table, relative: str) -> str | None:
+    uri = os.path.join(table.table_uri, relative)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    values = set(pq.read_table(path, columns=[RUN_ID], filesystem=fs).column(RUN_ID).to_pylist())
+    return values.pop() if len(values) == 1 else None
+
+
+def _add_actions(table_path: str, folder: str) -> list:
+    from deltalake.transaction import AddAction
+
+    fs, base = pafs.FileSystem.from_uri(os.path.abspath(table_path) if "://" not in table_path else table_path)
+    infos = fs.get_file_info(pafs.FileSelector(f"{base}/{folder}"))
+    adds = []
+    for info in sorted(infos, key=lambda i: i.path):
+        name = os.path.basename(info.path)
+        if not name.endswith(".parquet") or name.startswith((".", "_")):
+            continue
+        with fs.open_input_file(info.path) as handle:
+            meta = pq.ParquetFile(handle).metadata
+        adds.append(AddAction(
+            path=f"{folder}/{name}", size=info.size, partition_values={},
+            modification_time=int(info.mtime.timestamp() * 1000) if info.mtime else int(time.time() * 1000),
+            data_change=True, stats=json.dumps(_stats(meta)),
+        ))
+    return adds
+
+
+def _stats(meta: pq.FileMetaData) -> dict:
+    """Delta file statistics from the parquet footer: numRecords, nullCount, min/max."""
+    stats: dict = {"numRecords": meta.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    for c in range(meta.num_columns):
+        column = meta.schema.column(c)
+        if "." in column.path:  # nested: no stats
+            continue
+        lows, highs, nulls, complete = [], [], 0, True
+        for g in range(meta.num_row_groups):
+            s = meta.row_group(g).column(c).statistics
+            if s is None or not s.has_null_count:
+                complete = False
+                break
+            nulls += s.null_count
+            if s.has_min_max:
+                lows.append(s.min)
+                highs.append(s.max)
+        if not complete:
+            continue
+        stats["nullCount"][column.path] = nulls
+        if lows and _stat_ok(lows) and _stat_ok(highs):
+            stats["minValues"][column.path] = min(lows)
+            stats["maxValues"][column.path] = max(highs)
+    return stats
+
+
+def _stat_ok(values: list) -> bool:
+    return all(isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) <= _STAT_STRING_LIMIT)
+               for v in values)
+
+
+# --- schema conversion -------------------------------------------------------
+
+_TO_ARROW = {
+    T.StringType: pa.string(), T.LongType: pa.int64(), T.IntegerType: pa.int32(),
+    T.BooleanType: pa.bool_(), T.DoubleType: pa.float64(), T.ShortType: pa.int16(),
+    T.TimestampType: pa.timestamp("us", tz="UTC"), T.DateType: pa.date32(),
+}
+
+
+def arrow_schema_of(schema: T.StructType) -> pa.Schema:
+    fields = []
+    for field in schema.fields:
+        kind = _TO_ARROW.get(type(field.dataType))
+        if kind is None:
+            raise DeltaSchemaError(f"column {field.name}: type {field.dataType.simpleString()} is not supported")
+        fields.append(pa.field(field.name, kind, nullable=True))
+    return pa.schema(fields)
+
+
+def spark_schema_of(schema) -> T.StructType:
+    schema = pa.schema(schema)
+    fields = []
+    for field in schema:
+        t = field.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            kind = T.StringType()
+        elif pa.types.is_int64(t):
+            kind = T.LongType()
+        elif pa.types.is_int32(t):
+            kind = T.IntegerType()
+        elif pa.types.is_int16(t):
+            kind = T.ShortType()
+        elif pa.types.is_boolean(t):
+            kind = T.BooleanType()
+        elif pa.types.is_floating(t):
+            kind = T.DoubleType()
+        elif pa.types.is_timestamp(t):
+            kind = T.TimestampType()
+        elif pa.types.is_date(t):
+            kind = T.DateType()
+        else:
+            raise DeltaSchemaError(f"column {field.name}: type {t} is not supported")
+        fields.append(T.StructField(field.name, kind, True))
+    return T.StructType(fields)

@@ -1,0 +1,217 @@
+"""Loading a snapshot (DESIGN §2): a YAML/JSON document or a folder of tables.
+
+Both forms become the same three DataFrames, so the rest of the job never
+knows which form it was given. Documents are validated object by object as
+they load; table folders are checked for their columns here and for their
+contents by Spark (see ``validate``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import yaml
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .errors import InputError, summarize
+
+KINDS = ("table", "view", "materialized-view", "source", "table-from-source", "sink", "secret", "connection")
+KEY = ("database", "schema", "name")
+
+OBJECTS = T.StructType([
+    *(T.StructField(c, T.StringType()) for c in (*KEY, "kind", "hash", "cluster")),
+    T.StructField("replacement", T.BooleanType()),
+    T.StructField("sql", T.StringType()),
+])
+DEPENDENCIES = T.StructType([T.StructField(c, T.StringType())
+                             for c in (*KEY, "dep_database", "dep_schema", "dep_name")])
+INDEXES = T.StructType([T.StructField(c, T.StringType()) for c in (*KEY, "index_name", "cluster")])
+TABLES = {"objects": OBJECTS, "dependencies": DEPENDENCIES, "indexes": INDEXES}
+REQUIRED = {"objects": (*KEY, "kind"), "dependencies": DEPENDENCIES.names, "indexes": INDEXES.names}
+
+
+@dataclass
+class Snapshot:
+    path: str
+    objects: DataFrame
+    dependencies: DataFrame
+    indexes: DataFrame
+
+
+def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file or folder")
+    if os.path.isdir(path):
+        return _load_tables(spark, path)
+    return _load_document(spark, path)
+
+
+# --- document form -----------------------------------------------------------
+
+
+def _load_document(spark: SparkSession, path: str) -> Snapshot:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read: {error}") from None
+    return snapshot_from_document(spark, document, path)
+
+
+def snapshot_from_document(spark: SparkSession, document, path: str = "<document>") -> Snapshot:
+    """A snapshot from a parsed document (``{"objects": [...]}``), validated object by object."""
+    if not isinstance(document, dict) or "objects" not in document:
+        raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list")
+    entries = document["objects"]
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        raise InputError(f"{path}: 'objects' must be a list, not {type(entries).__name__}")
+
+    objects, dependencies, indexes, problems, seen = [], [], [], [], set()
+    for number, entry in enumerate(entries, start=1):
+        try:
+            key, row, deps, idx = _parse_object(entry, number)
+        except _Problem as problem:
+            problems.append(str(problem))
+            continue
+        if key in seen:
+            problems.append(f"{_show(key)}: duplicate object")
+            continue
+        seen.add(key)
+        objects.append(row)
+        dependencies.extend((*key, *dep) for dep in deps)
+        indexes.extend((*key, *i) for i in idx)
+    if problems:
+        raise InputError(summarize(problems, f"{path}: {len(problems)} invalid object(s)"))
+    return Snapshot(
+        path=path,
+        objects=spark.createDataFrame(objects, OBJECTS),
+        dependencies=spark.createDataFrame(dependencies, DEPENDENCIES),
+        indexes=spark.createDataFrame(indexes, INDEXES),
+    )
+
+
+class _Problem(ValueError):
+    pass
+
+
+def _show(key) -> str:
+    return ".".join(str(p) for p in key)
+
+
+def _parse_object(entry, number: int):
+    if not isinstance(entry, dict):
+        raise _Problem(f"object #{number}: expected a mapping, got {type(entry).__name__}")
+    key = tuple(entry.get(part) for part in KEY)
+    name = _show(key) if all(isinstance(p, str) and p for p in key) else f"object #{number}"
+    for part in KEY:
+        value = entry.get(part)
+        if value is None:
+            raise _Problem(f"{name}: missing required field '{part}'")
+        if not isinstance(value, str):
+            raise _Problem(f"{name}: field '{part}' must be a string, not {type(value).__name__}")
+        if not value.strip():
+            raise _Problem(f"{name}: field '{part}' is empty")
+    kind = entry.get("kind")
+    if kind is None:
+        raise _Problem(f"{name}: missing required field 'kind'")
+    if kind not in KINDS:
+        raise _Problem(f"{name}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
+    for field in ("hash", "cluster", "sql"):
+        if entry.get(field) is not None and not isinstance(entry[field], str):
+            raise _Problem(f"{name}: field '{field}' must be a string or null, not {type(entry[field]).__name__}")
+    replacement = entry.get("replacement", False)
+    if replacement is None:
+        replacement = False
+    if not isinstance(replacement, bool):
+        raise _Problem(f"{name}: field 'replacement' must be true or false, not {replacement!r}")
+    unknown = sorted(set(entry) - {*KEY, "kind", "hash", "cluster", "replacement", "depends_on", "indexes", "sql"})
+    if unknown:
+        raise _Problem(f"{name}: unknown field(s) {', '.join(unknown)}")
+    deps = [_reference(ref, name) for ref in _list(entry, "depends_on", name)]
+    idx = []
+    for index in _list(entry, "indexes", name):
+        if not isinstance(index, dict) or not isinstance(index.get("name"), str) or not index["name"]:
+            raise _Problem(f"{name}: each index needs a non-empty 'name', got {index!r}")
+        cluster = index.get("cluster")
+        if cluster is not None and not isinstance(cluster, str):
+            raise _Problem(f"{name}: index {index['name']}: 'cluster' must be a string")
+        idx.append((index["name"], cluster))
+    row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"))
+    return key, row, deps, idx
+
+
+def _list(entry: dict, field: str, name: str) -> list:
+    value = entry.get(field) or []
+    if not isinstance(value, list):
+        raise _Problem(f"{name}: field '{field}' must be a list, not {type(value).__name__}")
+    return value
+
+
+def _reference(ref, name: str) -> tuple[str, str, str]:
+    """A dependency: ``[db, schema, name]`` or ``"db.schema.name"``, exactly three non-empty parts."""
+    parts = ref.split(".") if isinstance(ref, str) else ref
+    if not isinstance(parts, list) or len(parts) != 3 or not all(isinstance(p, str) and p.strip() for p in parts):
+        raise _Problem(f"{name}: dependency {ref!r} is not a three-part reference (database, schema, name)")
+    return tuple(parts)
+
+
+# --- table form --------------------------------------------------------------
+
+
+def _load_tables(spark: SparkSession, path: str) -> Snapshot:
+    frames = {}
+    for table, schema in TABLES.items():
+        folder = os.path.join(path, table)
+        if not os.path.exists(folder):
+            if table == "objects":
+                raise InputError(f"{path}: table-form snapshot has no 'objects' folder")
+            frames[table] = spark.createDataFrame([], schema)  # no dependencies or indexes: empty
+            continue
+        frames[table] = _conform(_read_table(spark, folder), schema, folder, REQUIRED[table])
+    return Snapshot(path=path, **frames)
+
+
+def _read_table(spark: SparkSession, folder: str) -> DataFrame:
+    if os.path.isdir(os.path.join(folder, "_delta_log")):
+        from .delta_tables import DeltaStore
+
+        parent, name = os.path.split(folder.rstrip("/"))
+        return DeltaStore(spark, parent, backend="deltalake").read(name)
+    files = [f for _, _, names in os.walk(folder) for f in names if not f.startswith((".", "_"))]
+    extensions = {os.path.splitext(f)[1].lower() for f in files}
+    if extensions <= {".parquet"} and extensions:
+        return spark.read.parquet(folder)
+    if extensions <= {".json", ".jsonl"} and extensions:
+        return spark.read.json(folder)
+    if extensions <= {".csv"} and extensions:
+        return spark.read.option("header", True).csv(folder)
+    raise InputError(f"{folder}: cannot tell the format (expected a Delta table or parquet, json or csv files, "
+                     f"found {sorted(extensions) or 'no files'})")
+
+
+def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> DataFrame:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise InputError(f"{folder}: missing column(s) {', '.join(missing)}")
+    columns = []
+    for field in schema.fields:
+        if field.name not in frame.columns:
+            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+        elif isinstance(field.dataType, T.BooleanType):
+            raw = F.col(field.name)
+            value = (F.lower(raw.cast("string")).isin("true", "1")
+                     if not isinstance(frame.schema[field.name].dataType, T.BooleanType) else raw)
+            columns.append(F.coalesce(value, F.lit(False)).alias(field.name))
+        else:
+            columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
+    return frame.select(*columns)

@@ -1,0 +1,27 @@
+"""One SparkSession for the whole test run (startup costs 7-10 s)."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from dirtiness.config import load_config  # noqa: E402
+from dirtiness.session import build_session  # noqa: E402
+
+TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "2g"}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    config = load_config()
+    config["spark"]["conf"].update(TEST_SPARK)
+    session = build_session(config)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def config():
+    return load_config()

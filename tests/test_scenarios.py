@@ -1,0 +1,166 @@
+"""The seed scenarios (issue 2), all in one Spark run per rule program."""
+
+import pytest
+
+from catalogs import Scenario, changed, obj, run_scenarios
+
+M = "materialize"
+
+
+def _scenarios():
+    s = []
+    # 1. One changed table in a schema of three objects: all three are dirty.
+    t1, t2, v1 = obj("db.app.table1", "table"), obj("db.app.table2", "table"), obj("db.app.view1")
+    s.append(Scenario("schema_atomic", [t1, t2, v1], [changed(t1), t2, v1]))
+
+    # 2. An MV on `staging` with an index on `quickstart`; another object on `quickstart` changes.
+    wb = obj(f"{M}.internal.winning_bids", "materialized-view", cluster="staging",
+             indexes=[("winning_bids_idx", "quickstart")])
+    other = obj(f"{M}.public.other", "materialized-view", cluster="quickstart")
+    s.append(Scenario("index_cluster", [wb, other], [wb, changed(other)]))
+
+    # 3. flippers changes; flip_activities and winning_bids have indexes on quickstart.
+    fa = obj(f"{M}.public.flip_activities", indexes=[("fa_idx", "quickstart")])
+    fl = obj(f"{M}.public.flippers", "materialized-view")
+    wb3 = obj(f"{M}.internal.winning_bids", "materialized-view", indexes=[("wb_idx", "quickstart")])
+    s.append(Scenario("no_cascade", [fa, fl, wb3], [fa, changed(fl), wb3]))
+
+    # 4. winning_bids <- flip_activities <- flippers; winning_bids changes.
+    wb4 = obj(f"{M}.internal.winning_bids", "materialized-view", indexes=[("wb_idx", "quickstart")])
+    fa4 = obj(f"{M}.public.flip_activities", deps=[f"{M}.internal.winning_bids"], indexes=[("fa_idx", "quickstart")])
+    fl4 = obj(f"{M}.public.flippers", "materialized-view", deps=[f"{M}.public.flip_activities"])
+    s.append(Scenario("chain", [wb4, fa4, fl4], [changed(wb4), fa4, fl4]))
+
+    # 5a. A changed sink dirties no cluster and no schema.
+    src = obj("db.core.src", "materialized-view", cluster="compute")
+    sink = obj("db.out.sink", "sink", cluster="sinks", deps=["db.core.src"])
+    keep = obj("db.out.keep", "view")
+    s.append(Scenario("sink", [src, sink, keep], [src, changed(sink), keep]))
+
+    # 5b. A dirty replacement MV does not dirty its dependents but does dirty its schema.
+    api = obj("db.api.stable", "materialized-view", replacement=True)
+    api2 = obj("db.api.sibling", "view")
+    user = obj("db.reports.user", deps=["db.api.stable"])
+    s.append(Scenario("replacement", [api, api2, user], [changed(api), api2, user]))
+
+    # 5c. A forced schema dirties its objects and their dependents but no cluster.
+    f1 = obj("db.forced.a", "materialized-view", cluster="c1", indexes=[("a_idx", "c2")])
+    f2 = obj("db.down.b", deps=["db.forced.a"])
+    f3 = obj("db.alone.c", cluster="c1")
+    s.append(Scenario("forced", [f1, f2, f3], [f1, f2, f3], forced=["db.forced"]))
+
+    # 5d. Added and deleted objects; a deleted sink does not dirty its schema.
+    keep1, keep2 = obj("db.adds.keep"), obj("db.dels.keep")
+    gone, gone_sink, sink_keep = obj("db.dels.gone"), obj("db.sinks.gone", "sink"), obj("db.sinks.keep", "sink")
+    new = obj("db.adds.new", deps=["db.adds.keep"])
+    s.append(Scenario("added_deleted", [keep1, keep2, gone, gone_sink, sink_keep], [keep1, keep2, new, sink_keep]))
+
+    # Nothing changed: nothing is dirty.
+    s.append(Scenario("unchanged", [t1, v1], [t1, v1]))
+    return s
+
+
+@pytest.fixture(scope="module")
+def default(spark):
+    return run_scenarios(spark, _scenarios(), "dirty")[0]
+
+
+@pytest.fixture(scope="module")
+def index_aware(spark):
+    return run_scenarios(spark, _scenarios(), "index_aware")[0]
+
+
+def test_one_changed_table_dirties_its_whole_schema(default):
+    got = default["schema_atomic"]
+    assert set(got.stmts) == {"db.app.table1", "db.app.table2", "db.app.view1"}
+    assert got.stmts["db.app.table1"]["change"] == "modified"
+    assert got.stmts["db.app.table2"]["rule"] == "schema"
+    assert set(got.schemas) == {"db.app"}
+    assert got.clusters == {}
+
+
+def test_index_cluster_never_makes_the_object_dirty(default):
+    got = default["index_cluster"]
+    assert set(got.clusters) == {"quickstart"}
+    assert f"{M}.internal.winning_bids" not in got.stmts
+    assert set(got.stmts) == {f"{M}.public.other"}
+    assert "staging" not in got.clusters
+
+
+def test_index_aware_program_dirties_index_only_objects_but_not_their_schema(index_aware):
+    got = index_aware["index_cluster"]
+    assert set(got.clusters) == {"quickstart"}
+    assert got.stmts[f"{M}.internal.winning_bids"]["rule"] == "index"
+    assert f"{M}.internal" not in got.schemas
+    assert "staging" not in got.clusters
+
+
+def test_schema_propagation_does_not_cascade_through_index_clusters(default, index_aware):
+    for outcome in (default, index_aware):
+        got = outcome["no_cascade"]
+        assert set(got.schemas) == {f"{M}.public"}
+        assert "quickstart" not in got.clusters
+        assert f"{M}.internal.winning_bids" not in got.stmts
+        assert set(got.stmts) == {f"{M}.public.flippers", f"{M}.public.flip_activities"}
+
+
+def _chain(outcome, start: str) -> list[str]:
+    """Follow ``cause`` back from an object until a base fact."""
+    facts = {f"DirtyStmt({k})": r for k, r in outcome.stmts.items()}
+    facts.update({f"DirtySchema({k.replace('.', ', ')})": r for k, r in outcome.schemas.items()})
+    facts.update({f"DirtyCluster({k})": r for k, r in outcome.clusters.items()})
+    chain, cause = [], f"DirtyStmt({start})"
+    while cause in facts:
+        chain.append(cause)
+        cause = facts[cause]["cause"]
+        assert len(chain) < 20, chain
+    return chain + [cause]
+
+
+def test_dependency_chain_dirties_everything_and_explains_back_to_the_change(default, index_aware):
+    for outcome in (default, index_aware):
+        got = outcome["chain"]
+        assert set(got.stmts) == {f"{M}.internal.winning_bids", f"{M}.public.flip_activities", f"{M}.public.flippers"}
+        assert set(got.schemas) == {f"{M}.internal", f"{M}.public"}
+    chain = _chain(default["chain"], f"{M}.public.flippers")
+    assert chain[-1] == f"ChangedStmt({M}.internal.winning_bids)"
+    assert chain[:2] == [f"DirtyStmt({M}.public.flippers)", f"DirtyStmt({M}.public.flip_activities)"]
+    assert default["chain"].stmts[f"{M}.public.flippers"]["round"] == 3
+
+
+def test_changed_sink_dirties_no_cluster_and_no_schema(default):
+    got = default["sink"]
+    assert set(got.stmts) == {"db.out.sink"}
+    assert got.clusters == {} and got.schemas == {}
+
+
+def test_replacement_mv_stops_dependency_but_dirties_its_schema(default):
+    got = default["replacement"]
+    assert set(got.stmts) == {"db.api.stable", "db.api.sibling"}
+    assert "db.reports.user" not in got.stmts
+    assert set(got.schemas) == {"db.api"}
+
+
+def test_forced_schema_dirties_objects_and_dependents_but_no_cluster(default):
+    got = default["forced"]
+    assert set(got.stmts) == {"db.forced.a", "db.down.b"}
+    assert got.schemas["db.forced"]["rule"] == "forced"
+    assert got.schemas["db.forced"]["cause"] == "ForcedSchema(db, forced)"
+    assert set(got.schemas) == {"db.forced", "db.down"}
+    assert got.clusters == {}
+    assert got.stmts["db.forced.a"]["change"] is None
+
+
+def test_added_and_deleted_objects(default):
+    got = default["added_deleted"]
+    assert got.stmts["db.adds.new"]["change"] == "added"
+    assert got.stmts["db.dels.gone"]["change"] == "deleted"
+    assert got.stmts["db.sinks.gone"]["change"] == "deleted"
+    assert {"db.adds", "db.dels"} == set(got.schemas)  # the deleted sink leaves db.sinks clean
+    assert "db.sinks.keep" not in got.stmts
+    assert {"db.adds.keep", "db.dels.keep"} <= set(got.stmts)
+
+
+def test_nothing_changed_nothing_dirty(default):
+    got = default["unchanged"]
+    assert got.stmts == {} and got.clusters == {} and got.schemas == {}
