@@ -18,10 +18,13 @@ RULES = {name: str(PROJECT_ROOT / "conf" / "rules" / f"{name}.dl") for name in (
 OUTPUTS = {"DirtyStmt": "dirty_stmts", "DirtyCluster": "dirty_clusters", "DirtySchema": "dirty_schemas"}
 
 
-def obj(ref: str, kind: str = "view", hash: str | None = "h1", cluster: str | None = None, deps=(), indexes=(),
+def obj(ref, kind: str = "view", hash: str | None = "h1", cluster: str | None = None, deps=(), indexes=(),
         replacement: bool = False, sql: str | None = None) -> dict:
-    """An object spec: ``obj("db.sch.name", deps=["db.sch.other"], indexes=[("idx", "cluster")])``."""
-    database, schema, name = ref.split(".")
+    """An object spec: ``obj("db.sch.name", deps=["db.sch.other"], indexes=[("idx", "cluster")])``.
+
+    ``ref`` may also be a (database, schema, name) tuple, for names with dots.
+    """
+    database, schema, name = ref.split(".") if isinstance(ref, str) else ref
     entry = {"database": database, "schema": schema, "name": name, "kind": kind, "hash": hash,
              "cluster": cluster, "replacement": replacement,
              "depends_on": list(deps), "indexes": [{"name": i, "cluster": c} for i, c in indexes]}

@@ -44,7 +44,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    _log_to_stderr()
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
@@ -60,6 +60,18 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, exit 1
         _fail(error, debug, prefix=f"internal error ({type(error).__name__}): ")
         return EXIT_FAILURE
+
+
+def _log_to_stderr() -> None:
+    """Progress lines on stderr, whatever logging the host (spark-submit, Airflow) set up."""
+    logger = logging.getLogger("dirtiness")
+    if not any(getattr(h, "_dirtiness", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s dirtiness %(message)s"))
+        handler._dirtiness = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def _fail(error: Exception, debug: bool, prefix: str = "") -> None:

@@ -259,28 +259,19 @@ def arrow_schema_of(schema: T.StructType) -> pa.Schema:
     return pa.schema(fields)
 
 
+_FROM_ARROW = (
+    (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t), T.StringType),
+    (pa.types.is_int64, T.LongType), (pa.types.is_int32, T.IntegerType), (pa.types.is_int16, T.ShortType),
+    (pa.types.is_boolean, T.BooleanType), (pa.types.is_floating, T.DoubleType),
+    (pa.types.is_timestamp, T.TimestampType), (pa.types.is_date, T.DateType),
+)
+
+
 def spark_schema_of(schema) -> T.StructType:
-    schema = pa.schema(schema)
     fields = []
-    for field in schema:
-        t = field.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-            kind = T.StringType()
-        elif pa.types.is_int64(t):
-            kind = T.LongType()
-        elif pa.types.is_int32(t):
-            kind = T.IntegerType()
-        elif pa.types.is_int16(t):
-            kind = T.ShortType()
-        elif pa.types.is_boolean(t):
-            kind = T.BooleanType()
-        elif pa.types.is_floating(t):
-            kind = T.DoubleType()
-        elif pa.types.is_timestamp(t):
-            kind = T.TimestampType()
-        elif pa.types.is_date(t):
-            kind = T.DateType()
-        else:
-            raise DeltaSchemaError(f"column {field.name}: type {t} is not supported")
+    for field in pa.schema(schema):
+        kind = next((spark_type() for matches, spark_type in _FROM_ARROW if matches(field.type)), None)
+        if kind is None:
+            raise DeltaSchemaError(f"column {field.name}: type {field.type} is not supported")
         fields.append(T.StructField(field.name, kind, True))
     return T.StructType(fields)

@@ -109,7 +109,8 @@ def run(spark: SparkSession, prepared: Prepared, config: dict) -> dict:
         log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
 
     with clock("fixpoint"):
-        evaluation = evaluate(prepared.checked, interned.relations, on_round)
+        evaluation = evaluate(prepared.checked, interned.relations, on_round,
+                              broadcast_rows=int(config.get("broadcast_rows", 100_000)))
     with clock("write_outputs"):
         tables = dirty_tables(prepared.checked, evaluation, interned, base.attributes, prepared.outputs)
         counts = {table: store.replace_run(table, _tag(frame, run_id), run_id) for table, frame in tables.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .syntax import Atom, Program, ProgramError, Rule, is_wildcard
+from .syntax import Program, ProgramError, Rule, is_wildcard
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,3 @@ def _components(nodes: tuple[str, ...], edges: dict[str, set[str]]) -> dict[str,
             visit(node)
     return component
 
-
-def atom_domains(checked: CheckedProgram, atom: Atom) -> tuple[str, ...]:
-    return checked.domains(atom.relation)

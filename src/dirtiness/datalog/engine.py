@@ -34,11 +34,13 @@ class Variable:
     stable: list[DataFrame] = field(default_factory=list)
     recent: DataFrame | None = None
     recent_count: int = 0
+    count: int = 0  # all tuples, stable and recent
 
     def advance(self, delta: DataFrame, count: int) -> None:
         if self.recent is not None and self.recent_count:
             self.stable.append(self.recent)
         self.recent, self.recent_count = (delta, count) if count else (None, 0)
+        self.count += count
 
     def parts(self) -> list[DataFrame]:
         return self.stable + ([self.recent] if self.recent is not None else [])
@@ -68,9 +70,19 @@ class Evaluation:
 
 
 def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
-             on_round: Callable[[RoundLog], None] | None = None) -> Evaluation:
-    """Evaluate ``checked`` over interned base relations (columns ``c0..``) to its fixed point."""
+             on_round: Callable[[RoundLog], None] | None = None, broadcast_rows: int = 100_000) -> Evaluation:
+    """Evaluate ``checked`` over interned base relations (columns ``c0..``) to its fixed point.
+
+    Join strategy from exact counts: a relation of at most ``broadcast_rows``
+    tuples is broadcast (checkpointed data carries no size statistics, so
+    Spark alone would shuffle both sides of every join).
+    """
     spark = next(iter(base.values())).sparkSession
+    base_counts = _count_all(base)
+
+    def sized(frame: DataFrame, rows: int) -> DataFrame:
+        return F.broadcast(frame) if rows <= broadcast_rows else frame
+
     width = checked.max_arity
     derived_width = max(len(d) for d in checked.derived.values())
     variables = {name: Variable(name, len(d)) for name, d in checked.derived.items()}
@@ -82,11 +94,15 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
         schema = ", ".join(f"c{i} long" for i in range(arity))
         return spark.createDataFrame([], schema)
 
-    def full_tuples(relation: str) -> DataFrame:
+    def full_tuples(relation: str, joined: bool) -> DataFrame:
+        """All tuples of a relation; hinted for broadcast when small and joined with something."""
         if relation in base:
-            return base[relation]
-        found = variables[relation].tuples()
-        return found if found is not None else empty(relation)
+            frame, rows = base[relation], base_counts[relation]
+        elif variables[relation].count:
+            frame, rows = variables[relation].tuples(), variables[relation].count
+        else:
+            return empty(relation)
+        return sized(frame, rows) if joined else frame
 
     for stratum_no, stratum in enumerate(checked.strata):
         first = True
@@ -98,7 +114,7 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
                 if not recursive:
                     if first:
                         cause_at = next(i for i, a in enumerate(rule.body) if not a.negated)
-                        sources = [full_tuples(a.relation) for a in rule.body]
+                        sources = [full_tuples(a.relation, len(rule.body) > 1) for a in rule.body]
                         derivations.setdefault(rule.head.relation, []).append(
                             candidates(rule, index, sources, cause_at, width))
                     continue
@@ -107,7 +123,8 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
                     if first or delta.recent is None:
                         continue
                     recent = delta.recent.select(*tuple_columns(delta.arity))
-                    sources = [recent if i == at else full_tuples(a.relation) for i, a in enumerate(rule.body)]
+                    recent = sized(recent, delta.recent_count) if len(rule.body) > 1 else recent
+                    sources = [recent if i == at else full_tuples(a.relation, True) for i, a in enumerate(rule.body)]
                     derivations.setdefault(rule.head.relation, []).append(
                         candidates(rule, index, sources, at, width))
             first = False
@@ -115,7 +132,7 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
                 break
             round_no += 1
             new_frames = [
-                _pad(_new_tuples(frames, variables[relation], width), relation, variables[relation].arity,
+                _pad(_new_tuples(frames, variables[relation], width, broadcast_rows), relation, variables[relation].arity,
                      derived_width, width, round_no)
                 for relation, frames in derivations.items()
             ]
@@ -146,7 +163,15 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
     return Evaluation(relations=relations, rounds=logs)
 
 
-def _new_tuples(frames: list[DataFrame], variable: Variable, width: int) -> DataFrame:
+def _count_all(base: dict[str, DataFrame]) -> dict[str, int]:
+    """Tuples per base relation, in one Spark job."""
+    tagged = [frame.select(F.lit(name).alias("relation")) for name, frame in base.items()]
+    counts = {row["relation"]: row["count"] for row in reduce(DataFrame.unionByName, tagged)
+              .groupBy("relation").count().collect()}
+    return {name: counts.get(name, 0) for name in base}
+
+
+def _new_tuples(frames: list[DataFrame], variable: Variable, width: int, broadcast_rows: int) -> DataFrame:
     """One derivation per tuple not known before: the lowest rule index, then the lowest cause."""
     keys = tuple_columns(variable.arity)
     causes = tuple_columns(width, "k")
@@ -155,7 +180,9 @@ def _new_tuples(frames: list[DataFrame], variable: Variable, width: int) -> Data
               .agg(F.min(F.struct("rule", "cause_rel", *causes)).alias("p"))
               .select(*keys, "p.*"))
     known = variable.tuples()
-    return picked.join(known, keys, "left_anti") if known is not None else picked
+    if known is None:
+        return picked
+    return picked.join(F.broadcast(known) if variable.count <= broadcast_rows else known, keys, "left_anti")
 
 
 def _pad(frame: DataFrame, relation: str, arity: int, derived_width: int, width: int, round_no: int) -> DataFrame:

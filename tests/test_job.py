@@ -1,0 +1,92 @@
+"""The job end to end through the command line, on the bundled example."""
+
+import json
+
+import duckdb
+import polars as pl
+import pytest
+from deltalake import DeltaTable
+
+from catalogs import RULES
+from dirtiness.cli import main
+from dirtiness.delta_tables import DeltaStore
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+
+EXPECTED_STMTS = {
+    ("public", "flip_activities", "modified", "changed"),
+    ("public", "flipper_stats", "added", "changed"),
+    ("reporting", "legacy_flippers", "deleted", "changed"),
+    ("public", "flippers", None, "dependency"),
+    ("api", "top_flippers", None, "dependency"),
+    ("sinks", "flippers_sink", None, "dependency"),
+    ("reporting", "weekly_report", None, "schema"),
+}
+
+
+@pytest.fixture(scope="module")
+def example_run(spark, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    summary = out / "summary.json"
+    code = main(["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", str(out), "--run-id", "ex-1",
+                 "--summary-json", str(summary)])
+    return code, out, json.loads(summary.read_text())
+
+
+def test_run_succeeds_and_summarizes(example_run):
+    code, _, summary = example_run
+    assert code == 0
+    assert summary["counts"] == {"dirty_stmts": 7, "dirty_clusters": 1, "dirty_schemas": 3}
+    assert summary["rounds"] == len(summary["round_log"]) == 5
+    assert summary["facts"]["changed_stmt"] == 3
+    assert set(summary["seconds"]) >= {"load", "facts", "fixpoint", "write_outputs", "publish", "total"}
+
+
+def test_tables_are_real_delta_read_by_every_engine(spark, example_run):
+    _, out, _ = example_run
+    by_polars = pl.read_delta(str(out / "dirty_stmts"))
+    assert {(r["schema"], r["name"], r["change"], r["rule"]) for r in by_polars.to_dicts()} == EXPECTED_STMTS
+    assert set(by_polars["run_id"]) == {"ex-1"}
+    dataset = DeltaTable(str(out / "dirty_schemas")).to_pyarrow_dataset()  # noqa: F841 - read by DuckDB below
+    assert sorted(duckdb.sql("select schema from dataset order by 1").fetchall()) == [("api",), ("public",),
+                                                                                     ("reporting",)]
+    clusters = DeltaStore(spark, str(out)).read("dirty_clusters").collect()
+    assert [(r.cluster, r.rule, r.cause) for r in clusters] == [
+        ("quickstart", "index_cluster", "ChangedStmt(materialize.public.flip_activities)")]
+    runs = pl.read_delta(str(out / "runs")).to_dicts()
+    assert [(r["run_id"], r["status"], r["dirty_stmts"]) for r in runs] == [("ex-1", "succeeded", 7)]
+    assert DeltaTable(str(out / "facts" / "depends_on")).to_pyarrow_table().num_rows == 12  # new project only
+
+
+def test_rerun_with_the_same_run_id_replaces_its_rows(example_run, capsys):
+    _, out, _ = example_run
+    assert main(["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", str(out), "--run-id", "ex-1",
+                 "--rules", RULES["index_aware"]]) == 0
+    printed = capsys.readouterr().out
+    assert "run ex-1: succeeded" in printed and "dirty_stmts" in printed
+    stmts = pl.read_delta(str(out / "dirty_stmts"))
+    assert stmts.height == stmts.unique(["run_id", "database", "schema", "name"]).height
+    # index-aware: winning_bids (index on the dirty quickstart cluster) is dirty now, its schema is not
+    assert "winning_bids" in set(stmts["name"])
+    assert "internal" not in set(pl.read_delta(str(out / "dirty_schemas"))["schema"])
+    assert pl.read_delta(str(out / "runs")).height == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--old", "missing.yaml"], "missing.yaml: no such file or folder (--old)"),
+    (["--forced-schema", "materialize"], "--forced-schema 'materialize': expected DATABASE.SCHEMA"),
+    (["--rules", "RULES_BAD"], "bad.dl:2: unknown relation Nope"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
+    bad = tmp_path / "bad.dl"
+    bad.write_text("DirtyStmt(O) :- ChangedStmt(O)\nDirtyCluster(C) :- Nope(C)\n")
+    argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", str(tmp_path / "out")]
+    argv += [str(bad) if a == "RULES_BAD" else a for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_usage_error_exits_2(capsys):
+    assert main(["run", "--old", EXAMPLE_OLD]) == 2
+    assert "usage: the following arguments are required: --new, --out" in capsys.readouterr().err

@@ -1,0 +1,97 @@
+"""Parsing and static checks of rule programs: no Spark needed."""
+
+import pytest
+
+from catalogs import OUTPUTS, RULES
+from dirtiness.base_facts import base_domains
+from dirtiness.datalog.check import check_program
+from dirtiness.datalog.naive import evaluate_naive
+from dirtiness.datalog.syntax import ProgramError, parse_program
+from dirtiness.rules import load_rules
+
+
+def check(text: str):
+    return check_program(parse_program(text, "test.dl"), base_domains())
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(ProgramError) as info:
+        check(text)
+    return str(info.value)
+
+
+def test_shipped_programs_check_and_stratify():
+    default = load_rules(RULES["dirty"], OUTPUTS)
+    assert [r.label for r in default.rules] == ["changed", "cluster", "dependency", "schema", "stmt_cluster",
+                                                "index_cluster", "forced", "member"]
+    assert default.derived == {"DirtyStmt": ("object",), "DirtyCluster": ("cluster",),
+                               "DirtySchema": ("database", "schema")}
+    assert len(default.strata) == 1  # negation only on base relations
+    aware = load_rules(RULES["index_aware"], OUTPUTS)
+    assert aware.derived["SchemaPropagatingStmt"] == ("object",)
+    assert len(aware.rules) == 9
+
+
+def test_labels_comments_continuations_and_wildcards():
+    program = parse_program(
+        "# comment\n"
+        "seed: DirtyStmt(O) :- ChangedStmt(O).  % trailing comment\n"
+        "DirtyStmt(O) :- IndexUsesCluster(O, _, C),\n"
+        "    DirtyCluster(C)\n"
+        "DirtyCluster(C) :- ClusterBoundary(C), NOT IsSink(C)\n", "x.dl")
+    first, second, third = program.rules
+    assert (first.label, first.line, str(first.head)) == ("seed", 2, "DirtyStmt(O)")
+    assert (second.label, second.line) == ("rule2", 3)
+    assert str(second.body[0]) == "IndexUsesCluster(O, _, C)"
+    assert third.body[1].negated and third.body[1].relation == "IsSink"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("DirtyStmt(O) :- ChangedStmt(O)\nDirtyStmt(O) ChangedStmt(O)", "test.dl:2: expected 'Head(...) :- Body(...)"),
+    ("DirtyStmt(O) :- ChangedStmt('x')", "test.dl:1: ChangedStmt: argument \"'x'\" is not a variable"),
+    ("DirtyStmt(O) :- ChangedStmt(O), Bogus(O)", "test.dl:1: unknown relation Bogus"),
+    ("\n\nDirtyStmt(O) :- DependsOn(O)", "test.dl:3: DependsOn has arity 2 (its declaration), used here with 1"),
+    ("DirtyStmt(O) :- ChangedStmt(O)\nDirtyStmt(O, P) :- DependsOn(O, P)", "test.dl:2: DirtyStmt has arity 1 (line 1)"),
+    ("DirtyStmt(X) :- ChangedStmt(O)", "test.dl:1: unsafe rule: head variable X is not bound"),
+    ("DirtyStmt(O) :- ChangedStmt(O), NOT DependsOn(O, Q)", "test.dl:1: unsafe rule: variable Q of NOT DependsOn(O, Q)"),
+    ("DirtyStmt(_) :- ChangedStmt(O)", "test.dl:1: the head DirtyStmt(_) may not contain _"),
+    ("ChangedStmt(O) :- IsSink(O)", "test.dl:1: ChangedStmt is a base relation and cannot be a rule head"),
+    ("DirtyStmt(O) :- NOT ChangedStmt(O)", "test.dl:1: a rule needs at least one positive body atom"),
+    ("DirtyStmt(C) :- StmtUsesCluster(O, C)\nX(O) :- DirtyStmt(O), ChangedStmt(O)",
+     "test.dl:2: variable O is a cluster and a object in ChangedStmt(O)"),
+    ("A(O) :- ChangedStmt(O)\nA(O) :- DependsOn(O, P), B(P)\nB(O) :- A(O), NOT A(O)",
+     "test.dl:3: negation through recursion: B depends on A recursively"),
+    ("", "test.dl: the program has no rules"),
+])
+def test_errors_name_file_line_and_problem(text, expected):
+    assert expected in error_of(text)
+
+
+def test_negation_of_a_lower_stratum_is_allowed_and_ordered():
+    checked = check("Seed(O) :- ChangedStmt(O)\nReach(O) :- Seed(O)\nReach(O) :- DependsOn(O, P), Reach(P)\n"
+                    "Unreached(O) :- ObjectInSchema(O, D, S), NOT Reach(O)")
+    assert checked.strata == (("Seed", "Reach"), ("Unreached",))
+
+
+def test_output_relation_must_be_derived(tmp_path):
+    rules = tmp_path / "r.dl"
+    rules.write_text("DirtyStmt(O) :- ChangedStmt(O)\n")
+    with pytest.raises(ProgramError, match="writes DirtyCluster, DirtySchema, which no rule derives"):
+        load_rules(str(rules), OUTPUTS)
+
+
+def test_naive_evaluator_by_hand():
+    """The reference itself, on a chain a <- b <- c with a changed: rounds 1, 2, 3."""
+    checked = load_rules(RULES["dirty"], OUTPUTS)
+    a, b, c = ("d", "s", "a"), ("d", "s", "b"), ("d", "t", "c")
+    base = {name: set() for name in base_domains()}
+    base["ChangedStmt"] = {(a,)}
+    base["DependsOn"] = {(b, a), (c, b)}
+    base["ObjectInSchema"] = {(a, "d", "s"), (b, "d", "s"), (c, "d", "t")}
+    derived, rounds = evaluate_naive(checked, base)
+    stmts = {t[0]: (d.round, checked.rules[d.rule].label, d.causes) for t, d in derived["DirtyStmt"].items()}
+    assert stmts[a] == (1, "changed", {("ChangedStmt", (a,))})
+    assert stmts[b] == (2, "dependency", {("DirtyStmt", (a,))})
+    assert stmts[c] == (3, "dependency", {("DirtyStmt", (b,))})
+    assert set(derived["DirtySchema"]) == {("d", "s"), ("d", "t")}
+    assert rounds == 5

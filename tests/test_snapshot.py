@@ -1,0 +1,101 @@
+"""Snapshots in both forms: a document and folders of tables give the same rows and facts."""
+
+import os
+
+import pytest
+
+from dirtiness.config import PROJECT_ROOT
+from dirtiness.delta_tables import DeltaStore
+from dirtiness.errors import InputError
+from dirtiness.pipeline import base_facts
+from dirtiness.snapshot import load_snapshot, snapshot_from_document
+
+EXAMPLE_OLD = str(PROJECT_ROOT / "examples" / "old.yaml")
+EXAMPLE_NEW = str(PROJECT_ROOT / "examples" / "new.yaml")
+
+
+def rows(frame):
+    return sorted(tuple(r) for r in frame.collect())
+
+
+def snapshot_rows(snapshot):
+    return {t: rows(getattr(snapshot, t)) for t in ("objects", "dependencies", "indexes")}
+
+
+def write_table_form(spark, snapshot, folder, fmt):
+    for table in ("objects", "dependencies", "indexes"):
+        frame = getattr(snapshot, table)
+        if fmt == "delta":
+            DeltaStore(spark, folder, backend="deltalake").append(table, frame)
+        elif fmt == "csv":
+            frame.write.option("header", True).csv(os.path.join(folder, table))
+        else:
+            frame.write.format(fmt).save(os.path.join(folder, table))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def document(spark):
+    return load_snapshot(spark, EXAMPLE_NEW)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json", "csv", "delta"])
+def test_table_form_loads_the_same_rows(spark, document, tmp_path, fmt):
+    folder = write_table_form(spark, document, str(tmp_path / fmt), fmt)
+    assert snapshot_rows(load_snapshot(spark, folder)) == snapshot_rows(document)
+
+
+def test_both_forms_give_identical_facts(spark, tmp_path):
+    old_doc, new_doc = load_snapshot(spark, EXAMPLE_OLD), load_snapshot(spark, EXAMPLE_NEW)
+    old_tab = load_snapshot(spark, write_table_form(spark, old_doc, str(tmp_path / "old"), "delta"))
+    new_tab = load_snapshot(spark, write_table_form(spark, new_doc, str(tmp_path / "new"), "parquet"))
+    from_docs = base_facts(spark, old_doc, new_doc, [("materialize", "api")])
+    from_tables = base_facts(spark, old_tab, new_tab, [("materialize", "api")])
+    for name, frame in from_docs.facts.items():
+        assert rows(frame) == rows(from_tables.facts[name]), name
+    assert rows(from_docs.facts["ChangedStmt"]) == [
+        ("materialize", "public", "flip_activities", "modified"),
+        ("materialize", "public", "flipper_stats", "added"),
+        ("materialize", "reporting", "legacy_flippers", "deleted"),
+    ]
+    assert ("materialize", "quickstart") not in rows(from_docs.facts["ClusterBoundary"])
+    assert rows(from_docs.facts["ClusterBoundary"]) == [("compute",), ("ingest",), ("quickstart",), ("serving",),
+                                                         ("sinks",)]
+
+
+def test_references_as_lists_or_strings_are_the_same(spark):
+    base = {"database": "d", "schema": "s", "kind": "view"}
+    as_list = {"objects": [{**base, "name": "a"}, {**base, "name": "b", "depends_on": [["d", "s", "a"]]}]}
+    as_text = {"objects": [{**base, "name": "a"}, {**base, "name": "b", "depends_on": ["d.s.a"]}]}
+    assert rows(snapshot_from_document(spark, as_list).dependencies) == \
+        rows(snapshot_from_document(spark, as_text).dependencies) == [("d", "s", "b", "d", "s", "a")]
+
+
+def test_json_document(spark, tmp_path):
+    path = tmp_path / "snap.json"
+    path.write_text('{"objects": [{"database": "d", "schema": "s", "name": "n", "kind": "table", "hash": null}]}')
+    assert rows(load_snapshot(spark, str(path)).objects) == [("d", "s", "n", "table", None, None, False, None)]
+
+
+@pytest.mark.parametrize("objects, message", [
+    ([{"database": "d", "schema": "s", "name": "n", "kind": "view", "depends_on": ["d.s"]}],
+     "d.s.n: dependency 'd.s' is not a three-part reference"),
+    ([{"database": "d", "schema": "s", "name": "n", "kind": "tabel"}], "d.s.n: unknown kind 'tabel'"),
+    ([{"database": "d", "schema": "s", "kind": "view"}], "object #1: missing required field 'name'"),
+    ([{"database": "d", "schema": "s", "name": "n", "kind": "view", "hash": ["x"]}],
+     "d.s.n: field 'hash' must be a string or null, not list"),
+    ([{"database": "d", "schema": "s", "name": "n", "kind": "view", "replacement": "yes"}],
+     "d.s.n: field 'replacement' must be true or false, not 'yes'"),
+    ([{"database": "d", "schema": "s", "name": "n", "kind": "view"}] * 2, "d.s.n: duplicate object"),
+])
+def test_invalid_objects_are_named(spark, objects, message):
+    with pytest.raises(InputError, match="<document>: 1 invalid object") as info:
+        snapshot_from_document(spark, {"objects": objects})
+    assert message in str(info.value)
+
+
+def test_malformed_yaml_names_the_line(spark, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("objects:\n  - {database: d, schema: s\n  - oops: [\n")
+    with pytest.raises(InputError, match=r"bad.yaml: line \d+: malformed YAML/JSON"):
+        load_snapshot(spark, str(path))
