@@ -67,8 +67,29 @@ def _namespaced(entry: dict, prefix: str) -> dict:
     return out
 
 
-def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None):
-    """Evaluate all scenarios in one Spark run; returns (outcomes by name, base facts, evaluation, tables)."""
+@dataclass
+class Batch:
+    """All scenarios evaluated as one catalog."""
+
+    outcomes: dict[str, Outcome]
+    base: object
+    evaluation: object
+    tables: dict
+    checked: object
+    old: object
+    new: object
+    prefixes: dict[str, str]
+
+    def plan_inputs(self, dialect, suffix: str = "_stg"):
+        from dirtiness.plan.operations import PlanInputs
+
+        return PlanInputs(dirty_stmts=self.tables["dirty_stmts"], dirty_clusters=self.tables["dirty_clusters"],
+                          dirty_schemas=self.tables["dirty_schemas"], old=self.old, new=self.new,
+                          dialect=dialect, suffix=suffix)
+
+
+def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None) -> Batch:
+    """Evaluate all scenarios in one Spark run."""
     outputs = outputs or OUTPUTS
     old, new, forced = [], [], []
     for i, s in enumerate(scenarios):
@@ -77,9 +98,10 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
         new += [_namespaced(e, p) for e in s.new]
         forced += [tuple((p + f).split(".")) for f in s.forced]
     checked = load_rules(RULES.get(rules, rules), outputs)
-    base, evaluation, tables = compute_dirty(
-        spark, snapshot_from_document(spark, {"objects": old}), snapshot_from_document(spark, {"objects": new}),
-        forced, checked, outputs, buckets=16)
+    old_snapshot = snapshot_from_document(spark, {"objects": old})
+    new_snapshot = snapshot_from_document(spark, {"objects": new})
+    base, evaluation, tables = compute_dirty(spark, old_snapshot, new_snapshot, forced, checked, outputs, buckets=16)
+    tables = {name: frame.localCheckpoint() for name, frame in tables.items()}
     rows = {table: [r.asDict() for r in frame.collect()] for table, frame in tables.items()}
     outcomes = {}
     for i, s in enumerate(scenarios):
@@ -100,4 +122,5 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
             clusters=pick("dirty_clusters", lambda r: r["cluster"]),
             schemas=pick("dirty_schemas", lambda r: f"{r['database']}.{r['schema']}"),
         )
-    return outcomes, base, evaluation, tables, checked
+    return Batch(outcomes, base, evaluation, tables, checked, old_snapshot, new_snapshot,
+                 {s.name: _prefix(i) for i, s in enumerate(scenarios)})

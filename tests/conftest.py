@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from dirtiness.config import load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
-TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "2g"}
+TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2}
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +25,14 @@ def spark():
 @pytest.fixture(scope="session")
 def config():
     return load_config()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_cached_data(request):
+    """Each test module starts with an empty cache: one session serves the whole run."""
+    yield
+    if "spark" in request.fixturenames:
+        import gc
+
+        request.getfixturevalue("spark").catalog.clearCache()
+        gc.collect()

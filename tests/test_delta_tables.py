@@ -1,6 +1,7 @@
 """Delta I/O without the Delta jar: replace a run's rows in one commit, refuse a schema change."""
 
 import polars as pl
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -46,6 +47,6 @@ def test_schema_change_is_refused_before_anything_is_written(spark, tmp_path):
 def test_file_statistics_let_readers_skip_files(spark, tmp_path):
     store = DeltaStore(spark, str(tmp_path))
     store.replace_run("t", frame(spark, "a", [1, 5]), "a")
-    actions = DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True).to_pylist()
+    actions = pa.table(DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True)).to_pylist()
     stats = [(a["num_records"], a["min.run_id"], a["max.run_id"]) for a in actions if a["num_records"]]
     assert sum(s[0] for s in stats) == 2 and {s[1] for s in stats} == {"a"}

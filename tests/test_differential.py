@@ -89,7 +89,8 @@ def test_engine_matches_naive_evaluator(spark, program):
     scenarios = [random_scenario(rng, i) for i in range(40)]
     derived = load_rules(RULES[program], {}).derived
     outputs = {relation: relation.lower() for relation in derived}
-    _, base, evaluation, tables, checked = run_scenarios(spark, scenarios, program, outputs)
+    batch = run_scenarios(spark, scenarios, program, outputs)
+    base, evaluation, tables, checked = batch.base, batch.evaluation, batch.tables, batch.checked
 
     naive, naive_rounds = evaluate_naive(checked, _base_sets(base))
     assert len(evaluation.rounds) == naive_rounds

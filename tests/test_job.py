@@ -3,6 +3,7 @@
 import json
 
 import duckdb
+import yaml
 import polars as pl
 import pytest
 from deltalake import DeltaTable
@@ -35,10 +36,12 @@ def example_run(spark, tmp_path_factory):
 def test_run_succeeds_and_summarizes(example_run):
     code, _, summary = example_run
     assert code == 0
-    assert summary["counts"] == {"dirty_stmts": 7, "dirty_clusters": 1, "dirty_schemas": 3}
+    assert summary["counts"] == {"dirty_stmts": 7, "dirty_clusters": 1, "dirty_schemas": 3, "ddl_plan": 18}
+    assert summary["plan"] == {"stage": 10, "swap": 4, "post-swap": 1, "cleanup": 3}
+    assert summary["strategy"] == "blue-green" and summary["needing_attention"] == []
     assert summary["rounds"] == len(summary["round_log"]) == 5
     assert summary["facts"]["changed_stmt"] == 3
-    assert set(summary["seconds"]) >= {"load", "facts", "fixpoint", "write_outputs", "publish", "total"}
+    assert set(summary["seconds"]) >= {"load", "facts", "fixpoint", "plan", "write", "publish", "total"}
 
 
 def test_tables_are_real_delta_read_by_every_engine(spark, example_run):
@@ -90,3 +93,35 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
 def test_usage_error_exits_2(capsys):
     assert main(["run", "--old", EXAMPLE_OLD]) == 2
     assert "usage: the following arguments are required: --new, --out" in capsys.readouterr().err
+
+
+def _write(path, objects):
+    path.write_text(yaml.safe_dump({"objects": objects}))
+    return str(path)
+
+
+def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
+    table = {"database": "d", "schema": "raw", "name": "events", "kind": "table", "hash": "h1"}
+    view = {"database": "d", "schema": "raw", "name": "recent", "kind": "view", "hash": "h1",
+            "depends_on": ["d.raw.events"]}
+    old = _write(tmp_path / "old.yaml", [table, view])
+    new = _write(tmp_path / "new.yaml", [{**table, "hash": "h2"}, view])
+    argv = ["run", "--old", old, "--new", new, "--out", str(tmp_path / "out"), "--strategy", "in-place"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "refused without --allow-destructive: d.raw.events (table)" in err[0]
+    assert not (tmp_path / "out").exists()
+    assert main([*argv, "--allow-destructive", "--run-id", "allowed"]) == 0
+    plan = pl.read_delta(str(tmp_path / "out" / "ddl_plan")).sort("seq")
+    assert plan.filter(pl.col("destructive"))["name"].to_list() == ["events"]
+
+
+def test_dependency_cycle_exits_2_naming_the_objects(tmp_path, capsys):
+    a = {"database": "d", "schema": "s", "name": "a", "kind": "view", "hash": "h1", "depends_on": ["d.s.b"]}
+    b = {"database": "d", "schema": "s", "name": "b", "kind": "view", "hash": "h1", "depends_on": ["d.s.a"]}
+    old = _write(tmp_path / "old.yaml", [a, b])
+    new = _write(tmp_path / "new.yaml", [{**a, "hash": "h2"}, b])
+    assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "dependency cycle: d.s.a -> d.s.b -> d.s.a" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()

@@ -7,7 +7,7 @@ from catalogs import Scenario, changed, obj, run_scenarios
 M = "materialize"
 
 
-def _scenarios():
+def seed_scenarios():
     s = []
     # 1. One changed table in a schema of three objects: all three are dirty.
     t1, t2, v1 = obj("db.app.table1", "table"), obj("db.app.table2", "table"), obj("db.app.view1")
@@ -62,12 +62,12 @@ def _scenarios():
 
 @pytest.fixture(scope="module")
 def default(spark):
-    return run_scenarios(spark, _scenarios(), "dirty")[0]
+    return run_scenarios(spark, seed_scenarios(), "dirty").outcomes
 
 
 @pytest.fixture(scope="module")
 def index_aware(spark):
-    return run_scenarios(spark, _scenarios(), "index_aware")[0]
+    return run_scenarios(spark, seed_scenarios(), "index_aware").outcomes
 
 
 def test_one_changed_table_dirties_its_whole_schema(default):

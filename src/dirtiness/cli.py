@@ -38,6 +38,9 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
     run.add_argument("--rules", help="rule program (.dl); default from the configuration")
     run.add_argument("--config", help="YAML overlaid on conf/job.yaml")
+    run.add_argument("--strategy", choices=("blue-green", "in-place"), help="plan strategy (default from the configuration)")
+    run.add_argument("--allow-destructive", action="store_true",
+                     help="allow a plan that drops stateful objects (tables, sources)")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -87,7 +90,8 @@ def _run(args, set_master: bool) -> int:
 
     config = load_config(args.config)
     prepared = prepare(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
-                                 run_id=args.run_id, rules=args.rules), config)
+                                 run_id=args.run_id, rules=args.rules, strategy=args.strategy,
+                                 allow_destructive=args.allow_destructive), config)
     spark = build_session(config, set_master=set_master)
     summary = run(spark, prepared, config)
     print(format_summary(summary))

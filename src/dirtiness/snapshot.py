@@ -40,13 +40,17 @@ class Snapshot:
     dependencies: DataFrame
     indexes: DataFrame
 
+    def cached(self) -> "Snapshot":
+        """Cached once: documents would otherwise be re-read through Python workers by every job."""
+        return Snapshot(self.path, self.objects.cache(), self.dependencies.cache(), self.indexes.cache())
+
 
 def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
+    """The snapshot at ``path``, cached: the diff, the facts and the plan all read it."""
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
-    if os.path.isdir(path):
-        return _load_tables(spark, path)
-    return _load_document(spark, path)
+    snapshot = _load_tables(spark, path) if os.path.isdir(path) else _load_document(spark, path)
+    return snapshot.cached()
 
 
 # --- document form -----------------------------------------------------------

@@ -1,0 +1,38 @@
+"""Choosing a strategy and putting its operations in one deterministic order."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..errors import InputError, PolicyError
+from .blue_green import blue_green_plan
+from .in_place import in_place_plan
+from .operations import PLAN_COLUMNS, PlanInputs
+
+STRATEGIES = {"blue-green": blue_green_plan, "in-place": in_place_plan}
+TYPE_ORDER = ("schema", "cluster", "object", "index")
+
+
+def build_plan(inputs: PlanInputs, strategy: str) -> DataFrame:
+    """The plan rows with ``seq``: phase, step, object type, then names and action."""
+    if strategy not in STRATEGIES:
+        raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    plan = STRATEGIES[strategy](inputs).select(*PLAN_COLUMNS.names)
+    type_rank = F.create_map(*(x for i, t in enumerate(TYPE_ORDER) for x in (F.lit(t), F.lit(i))))
+    order = Window.orderBy("phase_order", "step", F.element_at(type_rank, F.col("object_type")),
+                           F.col("database").asc_nulls_first(), F.col("schema").asc_nulls_first(),
+                           F.col("name").asc_nulls_first(), "action")
+    return plan.withColumn("seq", F.row_number().over(order)).select(
+        *PLAN_COLUMNS.names[:4], "seq", *PLAN_COLUMNS.names[4:])
+
+
+def refuse_destructive(plan: DataFrame, allowed: bool, shown: int = 5) -> None:
+    """Exit 3 unless ``--allow-destructive``: a plan that drops tables or sources loses data."""
+    if allowed:
+        return
+    rows = (plan.where(F.col("destructive")).orderBy("seq")
+            .select(F.concat_ws(".", "database", "schema", "name").alias("object"), "kind").limit(shown + 1).collect())
+    if rows:
+        names = ", ".join(f"{r['object']} ({r['kind']})" for r in rows[:shown]) + (", ..." if len(rows) > shown else "")
+        raise PolicyError(f"the plan drops stateful objects, refused without --allow-destructive: {names}")
