@@ -50,3 +50,12 @@ def test_file_statistics_let_readers_skip_files(spark, tmp_path):
     actions = pa.table(DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True)).to_pylist()
     stats = [(a["num_records"], a["min.run_id"], a["max.run_id"]) for a in actions if a["num_records"]]
     assert sum(s[0] for s in stats) == 2 and {s[1] for s in stats} == {"a"}
+
+
+def test_added_columns_widen_the_table(spark, tmp_path):
+    store = DeltaStore(spark, str(tmp_path))
+    store.replace_run("t", frame(spark, "a", [1]), "a")
+    wider = spark.createDataFrame([("b", 2, "x")], "run_id string, n long, note string")
+    store.replace_run("t", wider, "b")
+    assert sorted(tuple(r) for r in store.read("t").collect()) == [("a", 1, None), ("b", 2, "x")]
+    assert pl.read_delta(str(tmp_path / "t")).columns == ["run_id", "n", "note"]

@@ -110,7 +110,9 @@ def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
     assert main(argv) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "refused without --allow-destructive: d.raw.events (table)" in err[0]
-    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]  # nothing but the reason
+    refused = pl.read_delta(str(tmp_path / "out" / "runs")).to_dicts()
+    assert [r["status"] for r in refused] == ["refused"] and "d.raw.events" in refused[0]["message"]
     assert main([*argv, "--allow-destructive", "--run-id", "allowed"]) == 0
     plan = pl.read_delta(str(tmp_path / "out" / "ddl_plan")).sort("seq")
     assert plan.filter(pl.col("destructive"))["name"].to_list() == ["events"]
@@ -124,4 +126,5 @@ def test_dependency_cycle_exits_2_naming_the_objects(tmp_path, capsys):
     assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert "dependency cycle: d.s.a -> d.s.b -> d.s.a" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]
+    assert pl.read_delta(str(tmp_path / "out" / "runs"))["status"].to_list() == ["failed"]

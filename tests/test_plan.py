@@ -6,6 +6,7 @@ from pyspark.sql import functions as F
 from catalogs import Scenario, changed, obj, run_scenarios
 from dirtiness.config import load_config
 from dirtiness.errors import PolicyError
+from dirtiness.plan.blue_green import needing_attention
 from dirtiness.plan.invariants import InvariantError, check_invariants
 from dirtiness.plan.planner import build_plan, refuse_destructive
 from dirtiness.plan.statements import Dialect, quote
@@ -156,6 +157,15 @@ def test_destructive_operations_need_permission(plans, batch):
         refuse_destructive(plan, allowed=False)
     refuse_destructive(plan, allowed=True)
     assert not any(r["destructive"] for r in plans["blue-green"][1])  # blue-green never drops tables
+
+
+def test_blue_green_reports_dirty_tables_as_needing_attention(batch, dialect, plans):
+    prefix = batch.prefixes["changed_table"]
+    attention = {(r["schema"], r["name"], r["kind"], r["change"])
+                 for r in needing_attention(batch.plan_inputs(dialect)).collect() if r["database"] == prefix + "db"}
+    assert attention == {("raw", "events", "table", "modified")}
+    staged = {r["name"] for r in rows_of(plans, batch, "blue-green", "changed_table") if r["object_type"] == "object"}
+    assert staged == {"recent"}  # the view is staged; the table is left alone
 
 
 def test_plans_are_deterministic(batch, dialect, plans):

@@ -41,6 +41,8 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--strategy", choices=("blue-green", "in-place"), help="plan strategy (default from the configuration)")
     run.add_argument("--allow-destructive", action="store_true",
                      help="allow a plan that drops stateful objects (tables, sources)")
+    run.add_argument("--if-changed", action="store_true",
+                     help="skip the run when the latest succeeded run had the same input fingerprints")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -85,7 +87,7 @@ def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
 
 
 def _run(args, set_master: bool) -> int:
-    from .job import RunParams, format_summary, prepare, run
+    from .job import FINGERPRINTS, RunParams, format_summary, latest_succeeded, prepare, run
     from .session import build_session
 
     config = load_config(args.config)
@@ -93,8 +95,15 @@ def _run(args, set_master: bool) -> int:
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     spark = build_session(config, set_master=set_master)
-    summary = run(spark, prepared, config)
-    print(format_summary(summary))
+    latest = latest_succeeded(spark, args.out, config) if args.if_changed else None
+    if latest and all(latest.get(k) == prepared.fingerprints[k] for k in FINGERPRINTS):
+        summary = {"run_id": prepared.run_id, "status": "skipped", "same_as": latest["run_id"],
+                   "fingerprints": prepared.fingerprints}
+        print(f"run {prepared.run_id}: skipped: inputs, rules and configuration are unchanged since "
+              f"run {latest['run_id']}")
+    else:
+        summary = run(spark, prepared, config)
+        print(format_summary(summary))
     if args.summary_json:
         with open(args.summary_json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=2, sort_keys=True)

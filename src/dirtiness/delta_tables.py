@@ -33,7 +33,7 @@ _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would 
 
 
 class DeltaSchemaError(RuntimeError):
-    """A write whose schema differs from the table's: refused, never merged."""
+    """A write whose schema differs from the table's other than by new trailing columns: refused."""
 
 
 def choose_backend(spark: SparkSession, configured: str = "auto") -> str:
@@ -125,7 +125,7 @@ def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_r
 
     arrow_schema = arrow_schema_of(df.schema)
     if _is_delta(table_path):  # refuse before writing anything
-        _check_schema(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
+        _new_columns(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
     folder = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
     df.write.mode("error").parquet(os.path.join(table_path, folder))
     adds = _add_actions(table_path, folder)
@@ -141,7 +141,10 @@ def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_r
                     raise
                 # another writer created the table first: commit as an append below
         table = DeltaTable(table_path)
-        _check_schema(table_path, table.schema().to_arrow(), arrow_schema)
+        added = _new_columns(table_path, table.schema().to_arrow(), arrow_schema)
+        if added:
+            _add_columns(table, added)
+            table = DeltaTable(table_path)
         removes = _run_files(table, replace_run) if replace_run is not None else []
         try:
             table.create_write_transaction(
@@ -155,12 +158,20 @@ def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_r
             time.sleep(0.1 * (attempt + 1))
 
 
-def _check_schema(table_path: str, existing, incoming: pa.Schema) -> None:
-    have = pa.schema(existing)
-    old = [(f.name, str(f.type)) for f in have]
+def _new_columns(table_path: str, existing, incoming: pa.Schema) -> list[pa.Field]:
+    """The columns ``incoming`` adds at the end of the table's schema; any other difference is refused."""
+    have = [(f.name, str(f.type)) for f in pa.schema(existing)]
     new = [(f.name, str(f.type)) for f in arrow_schema_of(spark_schema_of(incoming))]
-    if old != new:
-        raise DeltaSchemaError(f"{table_path}: schema of the table {old} differs from the rows written {new}")
+    if new[:len(have)] != have:
+        raise DeltaSchemaError(f"{table_path}: schema of the table {have} differs from the rows written {new}")
+    return list(pa.schema(incoming))[len(have):]
+
+
+def _add_columns(table, fields: list[pa.Field]) -> None:
+    """Widen the table before appending rows with more columns (delta-rs would drop them silently)."""
+    from deltalake import Schema
+
+    table.alter.add_columns(list(Schema.from_arrow(pa.schema(fields)).fields))
 
 
 def _run_files(table, run_id: str) -> list:

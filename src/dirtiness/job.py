@@ -13,16 +13,18 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from . import fingerprints as fingerprints_of
 from .base_facts import BY_NAME
 from .datalog.check import CheckedProgram
 from .datalog.engine import RoundLog, evaluate
 from .delta_tables import RUN_ID, DeltaStore, choose_backend
-from .errors import InputError
+from .errors import InputError, PolicyError
 from .pipeline import base_facts, dirty_tables, intern_facts
 from .plan.blue_green import needing_attention
 from .plan.invariants import check_invariants
@@ -48,7 +50,15 @@ RUNS = T.StructType([
     T.StructField("dirty_schemas", T.LongType()),
     T.StructField("seconds", T.DoubleType()),
     T.StructField("message", T.StringType()),
+    T.StructField("strategy", T.StringType()),
+    T.StructField("forced_schemas", T.StringType()),
+    T.StructField("old_fingerprint", T.StringType()),
+    T.StructField("new_fingerprint", T.StringType()),
+    T.StructField("rules_fingerprint", T.StringType()),
+    T.StructField("config_fingerprint", T.StringType()),
+    T.StructField("ddl_operations", T.LongType()),
 ])
+FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 
 
 @dataclass
@@ -74,6 +84,7 @@ class Prepared:
     forced: list[tuple[str, str]]
     strategy: str
     allow_destructive: bool
+    fingerprints: dict[str, str]
 
 
 def prepare(params: RunParams, config: dict) -> Prepared:
@@ -91,8 +102,16 @@ def prepare(params: RunParams, config: dict) -> Prepared:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     Dialect.from_config(config)  # template errors before any Spark work
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
+    fingerprints = {
+        "old_fingerprint": fingerprints_of.of_path(params.old),
+        "new_fingerprint": fingerprints_of.of_path(params.new),
+        "rules_fingerprint": fingerprints_of.of_text(checked.program.text),
+        "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
+                                                          allow_destructive=params.allow_destructive),
+    }
     return Prepared(params=params, run_id=run_id, checked=checked, outputs=outputs, forced=forced,
-                    strategy=strategy, allow_destructive=params.allow_destructive)
+                    strategy=strategy, allow_destructive=params.allow_destructive, fingerprints=fingerprints)
 
 
 def _forced_schema(text: str) -> tuple[str, str]:
@@ -102,28 +121,72 @@ def _forced_schema(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def run(spark: SparkSession, prepared: Prepared, config: dict) -> dict:
+def run(spark: SparkSession, prepared: Prepared, config: dict,
+        on_stage: Callable[[str], None] | None = None) -> dict:
     """Compute and write one run; returns the summary (also what ``--summary-json`` writes).
 
     Everything is computed and checked (plan invariants, the destructive
     guard) before the first table is written, so a refused or failed run
-    leaves nothing behind; the ``runs`` row comes last.
+    leaves nothing behind; the ``runs`` row comes last. ``on_stage`` is
+    called with each stage's name as it starts (and ``write:<table>`` before
+    each table is written): tests inject failures there.
     """
     cached: list[DataFrame] = []
+    store = DeltaStore(spark, prepared.params.out, choose_backend(spark, config.get("delta_backend", "auto")))
+    started_at = dt.datetime.now(dt.timezone.utc)
     try:
-        return _run(spark, prepared, config, cached)
+        return _run(spark, prepared, config, store, started_at, cached, _Stages(on_stage))
+    except Exception as error:
+        _record_failure(spark, store, prepared, started_at, error)
+        raise
     finally:
         for frame in cached:  # a long-lived session (notebook, job cluster) must not keep a run's data
             frame.unpersist()
 
 
-def _run(spark: SparkSession, prepared: Prepared, config: dict, cached: list[DataFrame]) -> dict:
+def latest_succeeded(spark: SparkSession, out: str, config: dict) -> dict | None:
+    """The ``runs`` row of the latest succeeded run under ``out``, if any."""
+    store = DeltaStore(spark, out, choose_backend(spark, config.get("delta_backend", "auto")))
+    if not store.exists("runs"):
+        return None
+    rows = (store.read("runs").where(F.col("status") == "succeeded")
+            .orderBy(F.col("finished_at").desc(), F.col("run_id").desc()).limit(1).collect())
+    return rows[0].asDict() if rows else None
+
+
+def _runs_row(prepared: Prepared, status: str, started_at, finished_at=None, message: str | None = None,
+              rounds: int | None = None, counts: dict | None = None) -> tuple:
+    counts = counts or {}
+    seconds = round((finished_at - started_at).total_seconds(), 3) if finished_at else None
+    return (prepared.run_id, status, started_at, finished_at, prepared.params.old, prepared.params.new,
+            prepared.checked.path, rounds, counts.get("dirty_stmts"), counts.get("dirty_clusters"),
+            counts.get("dirty_schemas"), seconds, message, prepared.strategy,
+            ",".join(f"{d}.{s}" for d, s in prepared.forced) or None,
+            *(prepared.fingerprints[k] for k in FINGERPRINTS), counts.get("ddl_plan"))
+
+
+def _record_failure(spark: SparkSession, store: DeltaStore, prepared: Prepared, started_at, error: Exception) -> None:
+    """Best effort: a ``failed`` (or ``refused``) row with the one-line reason; never hides the error."""
+    status = "refused" if isinstance(error, PolicyError) else "failed"
+    message = " ".join(str(error).split())[:2000] or type(error).__name__
+    try:
+        row = _runs_row(prepared, status, started_at, dt.datetime.now(dt.timezone.utc), message)
+        store.replace_run("runs", spark.createDataFrame([row], RUNS), prepared.run_id)
+    except Exception as secondary:  # noqa: BLE001 - the original error is what the caller must see
+        log.warning("could not record the failed run: %s", secondary)
+
+
+def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStore, started_at,
+         cached: list[DataFrame], clock: "_Stages") -> dict:
     params, run_id = prepared.params, prepared.run_id
-    store = DeltaStore(spark, params.out, choose_backend(spark, config.get("delta_backend", "auto")))
-    clock = _Stages()
-    started_at = dt.datetime.now(dt.timezone.utc)
+
+    def write(table: str, frame: DataFrame) -> int:
+        clock.enter(f"write:{table}")
+        return store.replace_run(table, _tag(frame, run_id), run_id)
     with clock("load"):
-        old, new = load_snapshot(spark, params.old), load_snapshot(spark, params.new)
+        external = list(config.get("external_databases") or [])
+        old, new = load_snapshot(spark, params.old, external), load_snapshot(spark, params.new, external)
+        _check_forced_schemas(spark, new, prepared.forced, params.new)
         cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
     with clock("facts"):
         base = base_facts(spark, old, new, prepared.forced)
@@ -154,10 +217,11 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, cached: list[Dat
         refuse_destructive(plan, prepared.allow_destructive)
         attention = _needing_attention(inputs) if prepared.strategy == "blue-green" else []
     with clock("write"):
-        facts_written = {name: store.replace_run(f"facts/{BY_NAME[name].table}", _tag(frame, run_id), run_id)
-                         for name, frame in base.facts.items()}
-        counts = {table: store.replace_run(table, _tag(frame, run_id), run_id) for table, frame in tables.items()}
-        counts["ddl_plan"] = store.replace_run("ddl_plan", _tag(plan, run_id), run_id)
+        # From here on the run's tables change: until the final row, readers see it as not succeeded.
+        store.replace_run("runs", spark.createDataFrame([_runs_row(prepared, "running", started_at)], RUNS), run_id)
+        facts_written = {name: write(f"facts/{BY_NAME[name].table}", frame) for name, frame in base.facts.items()}
+        counts = {table: write(table, frame) for table, frame in tables.items()}
+        counts["ddl_plan"] = write("ddl_plan", plan)
     finished_at = dt.datetime.now(dt.timezone.utc)
     summary = {
         "run_id": run_id,
@@ -171,18 +235,28 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, cached: list[Dat
                  for r in plan.groupBy("phase_order", "phase").count().orderBy("phase_order").collect()},
         "needing_attention": attention,
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
+        "fingerprints": prepared.fingerprints,
         "rounds": len(rounds),
         "round_log": [{"round": r.round, "stratum": r.stratum, "new": r.new, "seconds": round(r.seconds, 3)}
                       for r in rounds],
     }
     with clock("publish"):
-        row = (run_id, "succeeded", started_at, finished_at, params.old, params.new, prepared.checked.path,
-               len(rounds), counts.get("dirty_stmts"), counts.get("dirty_clusters"), counts.get("dirty_schemas"),
-               round((finished_at - started_at).total_seconds(), 3), None)
+        row = _runs_row(prepared, "succeeded", started_at, finished_at, rounds=len(rounds), counts=counts)
         store.replace_run("runs", spark.createDataFrame([row], RUNS), run_id)
     summary["seconds"] = dict(clock.seconds)
     summary["seconds"]["total"] = round(sum(clock.seconds.values()), 3)
     return summary
+
+
+def _check_forced_schemas(spark: SparkSession, new, forced: list[tuple[str, str]], path: str) -> None:
+    if not forced:
+        return
+    wanted = spark.createDataFrame(sorted(set(forced)), "database string, schema string")
+    absent = (wanted.join(new.objects.select("database", "schema"), ["database", "schema"], "left_anti")
+              .orderBy("database", "schema").collect())
+    if absent:
+        names = ", ".join(f"{r['database']}.{r['schema']}" for r in absent)
+        raise InputError(f"--forced-schema {names}: no such schema in the new project ({path})")
 
 
 def _needing_attention(inputs: PlanInputs, shown: int = 20) -> list[str]:
@@ -198,11 +272,17 @@ def _tag(frame: DataFrame, run_id: str) -> DataFrame:
 class _Stages:
     """Wall-clock seconds per named stage: ``with clock("load"): ...``."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
         self.seconds: dict[str, float] = {}
+        self.on_stage = on_stage
+
+    def enter(self, name: str) -> None:
+        if self.on_stage:
+            self.on_stage(name)
 
     @contextlib.contextmanager
     def __call__(self, name: str):
+        self.enter(name)
         started = time.perf_counter()
         try:
             yield

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import reduce
 
 import yaml
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -45,18 +46,25 @@ class Snapshot:
         return Snapshot(self.path, self.objects.cache(), self.dependencies.cache(), self.indexes.cache())
 
 
-def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
-    """The snapshot at ``path``, cached: the diff, the facts and the plan all read it."""
+def load_snapshot(spark: SparkSession, path: str, external_databases=()) -> Snapshot:
+    """The snapshot at ``path``, validated and cached (the diff, the facts and the plan all read it).
+
+    A dependency must name an object of the snapshot, unless its database is
+    one of ``external_databases`` (objects the project reads but does not own).
+    """
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
-    snapshot = _load_tables(spark, path) if os.path.isdir(path) else _load_document(spark, path)
-    return snapshot.cached()
+    if os.path.isdir(path):
+        snapshot = _load_tables(spark, path).cached()
+        _validate_tables(snapshot, external_databases)
+        return snapshot
+    return _load_document(spark, path, external_databases).cached()
 
 
 # --- document form -----------------------------------------------------------
 
 
-def _load_document(spark: SparkSession, path: str) -> Snapshot:
+def _load_document(spark: SparkSession, path: str, external_databases=()) -> Snapshot:
     try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -67,10 +75,12 @@ def _load_document(spark: SparkSession, path: str) -> Snapshot:
         raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read: {error}") from None
-    return snapshot_from_document(spark, document, path)
+    return snapshot_from_document(spark, document, path, external_databases)
 
 
-def snapshot_from_document(spark: SparkSession, document, path: str = "<document>") -> Snapshot:
+def snapshot_from_document(spark: SparkSession, document, path: str = "<document>",
+                           external_databases=None) -> Snapshot:
+    """``external_databases=None`` skips the check of dependencies (tests build partial catalogs)."""
     """A snapshot from a parsed document (``{"objects": [...]}``), validated object by object."""
     if not isinstance(document, dict) or "objects" not in document:
         raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list")
@@ -96,6 +106,12 @@ def snapshot_from_document(spark: SparkSession, document, path: str = "<document
         indexes.extend((*key, *i) for i in idx)
     if problems:
         raise InputError(summarize(problems, f"{path}: {len(problems)} invalid object(s)"))
+    if external_databases is not None:
+        external = set(external_databases)
+        missing = [f"{_show(row[:3])}: depends on {_show(row[3:])}, which is not in the snapshot"
+                   for row in dependencies if row[3:] not in seen and row[3] not in external]
+        if missing:
+            raise InputError(summarize(missing, f"{path}: {len(missing)} dependenc(ies) on missing objects"))
     return Snapshot(
         path=path,
         objects=spark.createDataFrame(objects, OBJECTS),
@@ -210,12 +226,50 @@ def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> D
     columns = []
     for field in schema.fields:
         if field.name not in frame.columns:
-            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+            missing = F.lit(False) if isinstance(field.dataType, T.BooleanType) else F.lit(None)
+            columns.append(missing.cast(field.dataType).alias(field.name))
         elif isinstance(field.dataType, T.BooleanType):
             raw = F.col(field.name)
-            value = (F.lower(raw.cast("string")).isin("true", "1")
-                     if not isinstance(frame.schema[field.name].dataType, T.BooleanType) else raw)
-            columns.append(F.coalesce(value, F.lit(False)).alias(field.name))
+            if isinstance(frame.schema[field.name].dataType, T.BooleanType):
+                columns.append(F.coalesce(raw, F.lit(False)).alias(field.name))
+                continue
+            # text (CSV, JSON): true/false/1/0 or empty; anything else becomes null, reported by validation
+            text = F.coalesce(F.lower(F.trim(raw.cast("string"))), F.lit(""))
+            value = F.when(text.isin("true", "1"), True).when(text.isin("false", "0", ""), False)
+            columns.append(value.alias(field.name))
         else:
             columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
     return frame.select(*columns)
+
+
+def _validate_tables(snapshot: Snapshot, external_databases) -> None:
+    """Content checks of a table-form snapshot in one Spark job: the first few problems of each kind and a count."""
+    objects, key = snapshot.objects, [F.col(k) for k in KEY]
+    shown = F.concat_ws(".", *(F.coalesce(F.col(k), F.lit("<null>")) for k in KEY))
+    empty = reduce(lambda a, b: a | b, (F.col(k).isNull() | (F.trim(F.col(k)) == "") for k in KEY))
+    dep_key = [F.col(f"dep_{k}") for k in KEY]
+    checks = [
+        objects.where(empty).select(F.lit("objects with an empty name part").alias("problem"), shown.alias("detail")),
+        objects.where(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS)).select(
+            F.lit("objects of unknown kind").alias("problem"),
+            F.concat(shown, F.lit(": "), F.coalesce(F.col("kind"), F.lit("<null>"))).alias("detail")),
+        objects.where(F.col("replacement").isNull()).select(
+            F.lit("objects whose replacement is not true or false").alias("problem"), shown.alias("detail")),
+        objects.groupBy(*key).count().where(F.col("count") > 1).select(
+            F.lit("duplicate objects").alias("problem"), shown.alias("detail")),
+        snapshot.dependencies
+        .join(objects.select(*(F.col(k).alias(f"dep_{k}") for k in KEY)), [f"dep_{k}" for k in KEY], "left_anti")
+        .where(~F.col("dep_database").isin(*external_databases) if external_databases else F.lit(True))
+        .select(F.lit("dependencies on objects not in the snapshot").alias("problem"),
+                F.concat(shown, F.lit(" depends on "), F.concat_ws(".", *dep_key)).alias("detail")),
+    ]
+    problems = reduce(DataFrame.unionByName, checks)
+    ranked = problems.select("problem", "detail",
+                             F.row_number().over(Window.partitionBy("problem").orderBy("detail")).alias("n"),
+                             F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
+    found = ranked.where(F.col("n") <= 5).orderBy("problem", "n").collect()
+    if found:
+        first = found[0]["problem"]
+        details = [r["detail"] for r in found if r["problem"] == first]
+        raise InputError(summarize(details + [""] * (found[0]["total"] - len(details)),
+                                   f"{snapshot.path}: {found[0]['total']} {first}").rstrip("; "))

@@ -1,0 +1,225 @@
+"""Unattended runs: bad input answered in one line, nothing half-published, safe retries."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import polars as pl
+import pytest
+import yaml
+
+from dirtiness.cli import main
+from dirtiness.config import load_config
+from dirtiness.job import RunParams, prepare, run
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+
+TABLES = ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan")
+
+
+def obj(name, kind="view", **extra):
+    database, schema, short = name.split(".")
+    return {"database": database, "schema": schema, "name": short, "kind": kind, "hash": "h1", **extra}
+
+
+def write_yaml(path, document):
+    path.write_text(yaml.safe_dump(document) if not isinstance(document, str) else document)
+    return str(path)
+
+
+def published(out) -> list[dict]:
+    """Rows of ``runs`` that say succeeded."""
+    if not os.path.exists(os.path.join(out, "runs")):
+        return []
+    return [r for r in pl.read_delta(os.path.join(out, "runs")).to_dicts() if r["status"] == "succeeded"]
+
+
+def table_rows(out, table, run_id):
+    frame = pl.read_delta(os.path.join(out, table)).filter(pl.col("run_id") == run_id).drop("run_id")
+    return sorted(tuple(r.values()) for r in frame.to_dicts())
+
+
+GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
+
+
+@pytest.mark.parametrize("new, message", [
+    ("objects:\n  - {database: d, schema: s\n  - oops: [\n", "new.yaml: line 3: malformed YAML/JSON"),
+    ('{"objects": [{"database": "d",, }]}', "new.yaml: line 1: malformed YAML/JSON"),
+    ({"objects": [{"database": "d", "schema": "s", "kind": "view"}]}, "object #1: missing required field 'name'"),
+    ({"objects": [obj("d.s.a", hash=["x"])]}, "d.s.a: field 'hash' must be a string or null, not list"),
+    ({"objects": [obj("d.s.a", replacement="yes")]}, "d.s.a: field 'replacement' must be true or false, not 'yes'"),
+    ({"objects": [obj("d.s.a", kind="tabel")]}, "d.s.a: unknown kind 'tabel'"),
+    ({"objects": [{**obj("d.s.a"), "schema": " "}]}, "field 'schema' is empty"),
+    ({"objects": [obj("d.s.a"), obj("d.s.a")]}, "d.s.a: duplicate object"),
+    ({"objects": [obj("d.s.a", depends_on=["d.s.ghost"])]},
+     "1 dependenc(ies) on missing objects: d.s.a: depends on d.s.ghost, which is not in the snapshot"),
+    ({"objects": [obj("d.s.a", depends_on=["d.ghost"])]}, "d.s.a: dependency 'd.ghost' is not a three-part reference"),
+    ({"objects": [obj("d.s.a", depends_on=[["d", "s", "x", "y"]])]}, "is not a three-part reference"),
+    ({"items": []}, "new.yaml: not a snapshot: expected a document with an 'objects' list"),
+    ({"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}, "7 invalid object(s)"),
+])
+def test_bad_document_exits_2_naming_file_object_problem(tmp_path, capsys, new, message):
+    old = write_yaml(tmp_path / "old.yaml", {"objects": GOOD})
+    out = tmp_path / "out"
+    assert main(["run", "--old", old, "--new", write_yaml(tmp_path / "new.yaml", new), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert "Traceback" not in err
+    assert published(out) == []
+    assert not any((out / t).exists() for t in TABLES)
+
+
+def test_all_problems_of_one_kind_in_one_line(tmp_path, capsys):
+    new = {"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    assert main(["run", "--old", old, "--new", write_yaml(tmp_path / "new.yaml", new), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "d.s.o0: unknown kind 'nope'" in err and "d.s.o4" in err and "(and 2 more)" in err
+
+
+def write_tables(folder, objects, dependencies=None):
+    os.makedirs(folder / "objects")
+    columns = ["database", "schema", "name", "kind", "hash", "replacement"]
+    pl.DataFrame([{c: o.get(c) for c in columns} for o in objects], schema={c: pl.String for c in columns}) \
+        .write_csv(folder / "objects" / "part.csv")
+    if dependencies is not None:
+        os.makedirs(folder / "dependencies")
+        pl.DataFrame(dependencies, schema=["database", "schema", "name", "dep_database", "dep_schema", "dep_name"],
+                     orient="row").write_parquet(folder / "dependencies" / "part.parquet")
+    return str(folder)
+
+
+@pytest.mark.parametrize("objects, dependencies, message", [
+    ([obj("d.s.a", replacement="maybe")], None, "1 objects whose replacement is not true or false: d.s.a"),
+    ([obj("d.s.a", kind="tabel"), obj("d.s.b", kind="x")], None, "2 objects of unknown kind: d.s.a: tabel; d.s.b: x"),
+    ([obj("d.s.a"), obj("d.s.a")], None, "1 duplicate objects: d.s.a"),
+    ([obj("d.s.a")], [("d", "s", "a", "d", "s", "ghost")], "1 dependencies on objects not in the snapshot"),
+    ([{"database": "d", "schema": "s", "name": None, "kind": "view"}], None, "objects with an empty name part"),
+])
+def test_bad_table_form_exits_2(tmp_path, capsys, objects, dependencies, message):
+    new = write_tables(tmp_path / "new", objects, dependencies)
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert published(str(tmp_path / "out")) == []
+
+
+def test_table_form_missing_column(tmp_path, capsys):
+    os.makedirs(tmp_path / "new" / "objects")
+    (tmp_path / "new" / "objects" / "part.csv").write_text("database,schema,name\nd,s,a\n")
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    assert main(["run", "--old", old, "--new", str(tmp_path / "new"), "--out", str(tmp_path / "out")]) == 2
+    assert "new/objects: missing column(s) kind" in capsys.readouterr().err
+
+
+def test_forced_schema_must_exist_and_external_databases_are_allowed(tmp_path, capsys):
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    new = write_yaml(tmp_path / "new.yaml", {"objects": [obj("d.s.a", depends_on=["shared.s.x"])]})
+    out = str(tmp_path / "out")
+    assert main(["run", "--old", old, "--new", new, "--out", out]) == 2
+    assert "depends on shared.s.x, which is not in the snapshot" in capsys.readouterr().err
+    config = write_yaml(tmp_path / "external.yaml", {"external_databases": ["shared"]})
+    argv = ["run", "--old", old, "--new", new, "--out", out, "--config", config]
+    assert main([*argv, "--forced-schema", "d.nope"]) == 2
+    assert "--forced-schema d.nope: no such schema in the new project" in capsys.readouterr().err
+    # an empty old project is the first deploy: everything is added
+    assert main([*argv, "--run-id", "first"]) == 0
+    assert table_rows(out, "dirty_stmts", "first")[0][:4] == ("d", "s", "a", "view")
+
+
+def test_retry_after_a_failure_at_every_stage(spark, tmp_path):
+    config = load_config()
+    out = str(tmp_path / "out")
+    params = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id="retry")
+    stages = []
+
+    def fail_at(stage):
+        def hook(name):
+            stages.append(name)
+            if name == stage:
+                raise RuntimeError(f"injected failure at {stage}")
+        return hook
+
+    expected = ["load", "facts", "intern", "fixpoint", "dirty_sets", "plan", "write",
+                "write:facts/changed_stmt", "write:dirty_stmts", "write:ddl_plan", "publish"]
+    for stage in expected:
+        with pytest.raises(RuntimeError, match=f"injected failure at {stage}"):
+            run(spark, prepare(params, config), config, on_stage=fail_at(stage))
+        assert published(out) == [], stage
+    summary = run(spark, prepare(params, config), config)
+    runs = pl.read_delta(os.path.join(out, "runs")).filter(pl.col("run_id") == "retry").to_dicts()
+    assert [r["status"] for r in runs] == ["succeeded"]
+    for table in TABLES:
+        rows = table_rows(out, table, "retry")
+        assert len(rows) == len(set(rows)) == summary["counts"][table], table
+    assert set(expected) <= set(stages)
+
+
+def test_same_input_gives_the_same_rows(spark, tmp_path):
+    config = load_config()
+    out = str(tmp_path / "out")
+    for run_id in ("one", "two"):
+        run(spark, prepare(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id=run_id), config), config)
+    for table in (*TABLES, "facts/depends_on"):
+        one, two = table_rows(out, table, "one"), table_rows(out, table, "two")
+        if table == "ddl_plan":  # staging names carry the deploy suffix, derived from the run id
+            one, two = ([tuple(str(v).split("_dpl")[0] for v in r) for r in rows] for rows in (one, two))
+        assert one == two and one, table
+
+
+def test_concurrent_runs_into_one_root(spark, tmp_path):
+    config = load_config()
+    out = str(tmp_path / "out")
+    errors = []
+
+    def go(run_id):
+        try:
+            run(spark, prepare(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id=run_id), config), config)
+        except Exception as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=go, args=(f"c{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(r["run_id"] for r in published(out)) == ["c0", "c1"]
+    assert table_rows(out, "dirty_stmts", "c0") == table_rows(out, "dirty_stmts", "c1")
+    assert len(table_rows(out, "dirty_stmts", "c0")) == 7
+
+
+def test_if_changed_skips_unchanged_inputs(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", out, "--if-changed"]
+    assert main([*argv, "--run-id", "first"]) == 0
+    runs = pl.read_delta(os.path.join(out, "runs")).to_dicts()
+    assert runs[0]["new_fingerprint"].startswith("sha256:") and runs[0]["strategy"] == "blue-green"
+    capsys.readouterr()
+    assert main([*argv, "--run-id", "second"]) == 0
+    assert "run second: skipped: inputs, rules and configuration are unchanged since run first" in \
+        capsys.readouterr().out
+    assert main([*argv, "--run-id", "third", "--strategy", "in-place"]) == 0  # other settings: computed
+    assert sorted(r["run_id"] for r in published(out)) == ["first", "third"]
+
+
+def test_sigkill_mid_run_then_retry(tmp_path):
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "dirtiness.cli", "run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW,
+            "--out", str(out), "--run-id", "killed"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (out / "dirty_stmts" / "_delta_log").exists() and time.time() < deadline and process.poll() is None:
+        time.sleep(0.02)  # the write stage has begun: facts are being committed
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert published(str(out)) == []  # the killed attempt is visible only as "running"
+    assert main(argv[3:]) == 0
+    runs = pl.read_delta(str(out / "runs")).filter(pl.col("run_id") == "killed").to_dicts()
+    assert [r["status"] for r in runs] == ["succeeded"]
+    rows = table_rows(str(out), "dirty_stmts", "killed")
+    assert len(rows) == len(set(rows)) == 7
