@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 RUN_ID = "run_id"
@@ -91,9 +90,6 @@ class DeltaStore:
         if self.backend == "spark":
             return self.spark.read.format("delta").load(self.path(name))
         return _read(self.spark, self.path(name))
-
-    def read_run(self, name: str, run_id: str) -> DataFrame:
-        return self.read(name).where(F.col(RUN_ID) == run_id)
 
 
 # --- deltalake backend -------------------------------------------------------

@@ -12,9 +12,6 @@ from pyspark.sql import functions as F
 
 from .syntax import Atom, Rule, is_wildcard
 
-PROVENANCE = ("rule", "cause_rel")
-
-
 def tuple_columns(arity: int, prefix: str = "c") -> list[str]:
     return [f"{prefix}{i}" for i in range(arity)]
 

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..snapshot import KEY, Snapshot
+from ..snapshot import Snapshot
 from .statements import Dialect
 
 DEPLOYABLE = ("view", "materialized-view")        # staged and swapped by blue-green
