@@ -10,7 +10,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from dirtiness.config import load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
-TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2}
+# One session serves ~40 job runs: a larger heap than one production run needs.
+TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "8g"}
 
 
 @pytest.fixture(scope="session")
@@ -34,5 +35,7 @@ def release_cached_data(request):
     if "spark" in request.fixturenames:
         import gc
 
-        request.getfixturevalue("spark").catalog.clearCache()
-        gc.collect()
+        session = request.getfixturevalue("spark")
+        session.catalog.clearCache()
+        gc.collect()  # drops Python handles, so the JVM may collect the runs' checkpointed RDDs ...
+        session.sparkContext._jvm.System.gc()  # ... and Spark's cleaner then frees their blocks
