@@ -29,13 +29,15 @@ def config():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def release_cached_data(request):
+def release_cached_data():
     """Each test module starts with an empty cache: one session serves the whole run."""
     yield
-    if "spark" in request.fixturenames:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is not None:
         import gc
 
-        session = request.getfixturevalue("spark")
         session.catalog.clearCache()
         gc.collect()  # drops Python handles, so the JVM may collect the runs' checkpointed RDDs ...
         session.sparkContext._jvm.System.gc()  # ... and Spark's cleaner then frees their blocks
