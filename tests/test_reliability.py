@@ -144,7 +144,7 @@ def test_retry_after_a_failure_at_every_stage(spark, tmp_path):
         return hook
 
     expected = ["load", "facts", "intern", "fixpoint", "dirty_sets", "plan", "write",
-                "write:facts/changed_stmt", "write:dirty_stmts", "write:ddl_plan", "publish"]
+                "write:facts/changed_stmt", "write:dirty_stmts", "write:ddl_plan", "publish", "write:run_stages"]
     for stage in expected:
         with pytest.raises(RuntimeError, match=f"injected failure at {stage}"):
             run(spark, prepare(params, config), config, on_stage=fail_at(stage))

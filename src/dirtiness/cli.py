@@ -26,7 +26,23 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="compute the dirty sets of a change and write them as Delta tables")
     add_run_arguments(run)
+    explain = commands.add_parser("explain", help="why an object, cluster or schema is dirty (or not) in a run")
+    explain.add_argument("object", nargs="?", metavar="DB.SCHEMA.NAME", help="the object to explain")
+    explain.add_argument("--cluster", metavar="CLUSTER", help="explain a cluster instead")
+    explain.add_argument("--schema", metavar="DB.SCHEMA", help="explain a schema instead")
+    explain.add_argument("--format", choices=("text", "json"), default="text")
+    add_read_arguments(explain)
+    report = commands.add_parser("report", help="write one self-contained HTML page about a run")
+    report.add_argument("--html", required=True, metavar="FILE", help="the page to write")
+    add_read_arguments(report)
     return parser
+
+
+def add_read_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--out", required=True, help="output root of `dirtiness run`")
+    command.add_argument("--run-id", help="the run (default: the latest succeeded one)")
+    command.add_argument("--config", help="YAML overlaid on conf/job.yaml")
+    command.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
@@ -44,6 +60,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--if-changed", action="store_true",
                      help="skip the run when the latest succeeded run had the same input fingerprints")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
+    run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -55,6 +72,10 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "run":
             return _run(args, set_master)
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "report":
+            return _report(args.out, args.run_id, args.html, load_config(args.config))
         raise InputError(f"usage: unknown command {args.command}")
     except (InputError, ProgramError) as error:
         _fail(error, debug)
@@ -101,13 +122,61 @@ def _run(args, set_master: bool) -> int:
                    "fingerprints": prepared.fingerprints}
         print(f"run {prepared.run_id}: skipped: inputs, rules and configuration are unchanged since "
               f"run {latest['run_id']}")
+        if args.report:  # the page of the run that still stands
+            _report(args.out, latest["run_id"], args.report, config)
     else:
-        summary = run(spark, prepared, config)
+        try:
+            summary = run(spark, prepared, config)
+        except Exception:
+            if args.report:  # a page saying why the run failed, for the CI artifact; never hides the error
+                _report_failure(args.out, prepared.run_id, args.report, config)
+            raise
         print(format_summary(summary))
+        if args.report:
+            _report(args.out, prepared.run_id, args.report, config)
     if args.summary_json:
         with open(args.summary_json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=2, sort_keys=True)
     return EXIT_OK
+
+
+def _explain(args) -> int:
+    from .explain import explain, format_text
+    from .fact_text import parse_name
+    from .run_tables import RunTables
+
+    targets = [(k, v) for k, v in (("object", args.object), ("cluster", args.cluster), ("schema", args.schema)) if v]
+    if len(targets) != 1:
+        raise InputError("usage: explain needs exactly one of DB.SCHEMA.NAME, --cluster C, --schema DB.SCHEMA")
+    kind, text = targets[0]
+    try:
+        parts = (text,) if kind == "cluster" else parse_name(text)
+    except ValueError as error:
+        raise InputError(f"{text}: {error}") from None
+    config = load_config(args.config)
+    explanation = explain(RunTables.open(args.out, args.run_id), kind, parts, config.get("outputs") or {})
+    if args.format == "json":
+        print(json.dumps(explanation.to_json(), indent=2, default=str))
+    else:
+        print(format_text(explanation))
+    return EXIT_OK
+
+
+def _report(out: str, run_id: str | None, html: str, config: dict) -> int:
+    from .report.page import write_report
+    from .run_tables import RunTables
+
+    tables = RunTables.open(out, run_id, succeeded_only=False)
+    write_report(tables, html, config.get("report") or {})
+    print(f"report of run {tables.run_id} ({tables.run['status']}): {html}")
+    return EXIT_OK
+
+
+def _report_failure(out: str, run_id: str, html: str, config: dict) -> None:
+    try:
+        _report(out, run_id, html, config)
+    except Exception as error:  # noqa: BLE001 - the run's own error is what the caller must see
+        logging.getLogger("dirtiness").warning("could not write the report of the failed run: %s", error)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import fingerprints as fingerprints_of
+from . import run_log
 from .base_facts import BY_NAME
 from .datalog.check import CheckedProgram
 from .datalog.engine import RoundLog, evaluate
@@ -222,6 +223,9 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStor
         facts_written = {name: write(f"facts/{BY_NAME[name].table}", frame) for name, frame in base.facts.items()}
         counts = {table: write(table, frame) for table, frame in tables.items()}
         counts["ddl_plan"] = write("ddl_plan", plan)
+        write("run_relations", spark.createDataFrame(
+            run_log.relation_rows(prepared.checked, prepared.outputs, facts_written, rounds), run_log.RUN_RELATIONS))
+        write("run_rounds", spark.createDataFrame(run_log.round_rows(rounds), run_log.RUN_ROUNDS))
     finished_at = dt.datetime.now(dt.timezone.utc)
     summary = {
         "run_id": run_id,
@@ -241,6 +245,7 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStor
                       for r in rounds],
     }
     with clock("publish"):
+        write("run_stages", spark.createDataFrame(run_log.stage_rows(clock.seconds), run_log.RUN_STAGES))
         row = _runs_row(prepared, "succeeded", started_at, finished_at, rounds=len(rounds), counts=counts)
         store.replace_run("runs", spark.createDataFrame([row], RUNS), run_id)
     summary["seconds"] = dict(clock.seconds)

@@ -36,6 +36,16 @@ class CheckedProgram:
     def rules_of(self, stratum: tuple[str, ...]) -> list[tuple[int, Rule]]:
         return [(i, r) for i, r in enumerate(self.rules) if r.head.relation in stratum]
 
+    def cause_index(self, rule: Rule) -> int:
+        """The body atom recorded as the cause of a non-recursive rule.
+
+        The first positive atom over a derived relation (``DirtyCluster(C)``
+        rather than ``StmtUsesCluster(O, C)``), so that a chain of causes can
+        be followed back to a seed; the first positive atom if all are base.
+        """
+        positive = [i for i, a in enumerate(rule.body) if not a.negated]
+        return next((i for i in positive if rule.body[i].relation in self.derived), positive[0])
+
     @property
     def max_arity(self) -> int:
         return max(len(d) for d in (*self.base.values(), *self.derived.values()))

@@ -113,7 +113,7 @@ def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
                 recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
                 if not recursive:
                     if first:
-                        cause_at = next(i for i, a in enumerate(rule.body) if not a.negated)
+                        cause_at = checked.cause_index(rule)
                         sources = [full_tuples(a.relation, len(rule.body) > 1) for a in rule.body]
                         derivations.setdefault(rule.head.relation, []).append(
                             candidates(rule, index, sources, cause_at, width))

@@ -53,7 +53,7 @@ def evaluate_naive(checked: CheckedProgram, base: dict[str, set[tuple]]) -> tupl
                         causes = {(rule.body[i].relation, _ground(rule.body[i], binding)) for i in recursive}
                         causes = {c for c in causes if c[1] in recent.get(c[0], set())}
                     else:
-                        atom = rule.positive[0]
+                        atom = rule.body[checked.cause_index(rule)]
                         causes = {(atom.relation, _ground(atom, binding))}
                     entry = found[rule.head.relation].get(head)
                     if entry is None or index < entry.rule:

@@ -1,0 +1,276 @@
+"""Why is this object dirty: its derivation chain, read back from a run's tables.
+
+Every derived tuple carries the rule that first derived it, the body fact
+that caused it and the round. Following ``cause`` from table to table walks
+back, one round at a time, to a seed: a changed statement or a forced
+schema. Nothing is recomputed; ``run_relations`` says which table holds each
+relation's tuples. Beside the chain, the object's surroundings (schema,
+clusters, dependencies, clean or dirty) and its operations in the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .errors import InputError
+from .fact_text import Fact, parse_fact, show_name
+from .run_log import facts_table
+from .run_tables import RunTables
+
+NOT_KEYS = {"run_id", "kind", "change", "rule", "cause", "round"}  # detail and provenance columns
+DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
+_DEFAULT_RELATION = {"dirty_stmts": "DirtyStmt", "dirty_clusters": "DirtyCluster", "dirty_schemas": "DirtySchema"}
+
+
+class BrokenChain(RuntimeError):
+    """A cause that its table does not hold: the run's tables disagree (exit 1)."""
+
+
+@dataclass
+class Link:
+    """One fact of the chain: derived (with rule, cause, round) or the seed it ends at."""
+
+    fact: str
+    relation: str
+    table: str | None
+    round: int | None = None
+    rule: str | None = None
+    cause: str | None = None
+    seed: bool = False
+    change: str | None = None   # of a changed statement
+    written: bool = True        # False: a derived relation the run does not write; the chain stops here
+
+
+@dataclass
+class Neighbour:
+    """Something the target's dirtiness may come from, and its state."""
+
+    role: str                   # schema | cluster | index | depends on | used by | holds
+    name: str
+    state: str                  # dirty | clean | changed (how) | unchanged
+    rule: str | None = None
+    round: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class Explanation:
+    run_id: str
+    rules: str | None
+    target: str                 # the fact text, e.g. DirtyStmt(db.s.x)
+    kind: str                   # object | cluster | schema
+    name: str
+    dirty: bool
+    change: str | None = None   # added | modified | deleted, for a changed statement
+    chain: list[Link] = field(default_factory=list)
+    surroundings: list[Neighbour] = field(default_factory=list)
+    plan: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[str, str] | None = None) -> Explanation:
+    """The explanation of an object (``kind="object"``, parts db, schema, name), cluster or schema."""
+    relations = _relation_tables(tables, outputs or {})
+    table = DIRTY_TABLES[kind]
+    relation = next((r for r, t in relations.items() if t == table), _DEFAULT_RELATION[table])
+    target = Fact(relation, _args(kind, parts))
+    name = show_name(parts)
+    _require_known(tables, kind, parts, name)
+    chain = _chain(tables, relations, target)
+    explanation = Explanation(run_id=tables.run_id, rules=tables.run.get("rules"), target=str(target), kind=kind,
+                              name=name, dirty=bool(chain), chain=chain)
+    if kind == "object":
+        key = dict(zip(("database", "schema", "name"), parts))
+        changed = tables.rows(facts_table("ChangedStmt"), **key)
+        explanation.change = changed[0]["change"] if changed else None
+        explanation.surroundings = _object_surroundings(tables, key)
+        explanation.plan = _plan_rows(tables, object_type="object", **key)
+    elif kind == "cluster":
+        explanation.surroundings = _cluster_surroundings(tables, parts[0])
+        explanation.plan = _plan_rows(tables, object_type="cluster", name=parts[0])
+    else:
+        explanation.surroundings = _schema_surroundings(tables, parts[0], parts[1])
+        explanation.plan = _plan_rows(tables, object_type="schema", database=parts[0], schema=parts[1])
+    return explanation
+
+
+def _require_known(tables: RunTables, kind: str, parts: tuple[str, ...], name: str) -> None:
+    if kind == "object":
+        if len(parts) != 3:
+            raise InputError(f"{name}: expected an object as DATABASE.SCHEMA.NAME")
+        known = tables.rows(facts_table("ObjectInSchema"), database=parts[0], schema=parts[1], name=parts[2])
+        where = "object in the old or the new project"
+    elif kind == "schema":
+        if len(parts) != 2:
+            raise InputError(f"{name}: expected a schema as DATABASE.SCHEMA")
+        known = tables.rows(facts_table("ObjectInSchema"), database=parts[0], schema=parts[1])
+        where = "schema in the old or the new project"
+    else:
+        known = tables.rows(facts_table("ClusterBoundary"), cluster=parts[0])
+        where = "cluster used by a statement or an index of the new project"
+    if not known:
+        raise InputError(f"{name}: no such {where} (run {tables.run_id})")
+
+
+def _args(kind: str, parts: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    return (parts,) if kind == "object" else tuple((p,) for p in parts)
+
+
+def _relation_tables(tables: RunTables, outputs: dict[str, str]) -> dict[str, str | None]:
+    """Relation -> table, as the run recorded it; for runs that predate ``run_relations``, the configuration's."""
+    if tables.has("run_relations"):
+        return {r["relation"]: r["table"] for r in tables.rows("run_relations")}
+    from .base_facts import BY_NAME
+
+    return {**{name: facts_table(name) for name in BY_NAME}, **outputs}
+
+
+def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> list[Link]:
+    chain: list[Link] = []
+    fact, seen = start, set()
+    while True:
+        table = relations.get(fact.relation)
+        if table is None:
+            if not chain:
+                raise BrokenChain(f"{fact.relation} is not written by run {tables.run_id}")
+            chain.append(Link(str(fact), fact.relation, None, written=False))
+            return chain
+        rows = _lookup(tables, table, fact)
+        if not rows:
+            if chain:
+                raise BrokenChain(f"{chain[-1].fact} was caused by {fact}, which {table} does not hold "
+                                  f"for run {tables.run_id}")
+            return []
+        row = rows[0]
+        if table.startswith("facts/"):  # a base fact: the seed
+            chain.append(Link(str(fact), fact.relation, table, seed=True, change=row.get("change")))
+            return chain
+        chain.append(Link(str(fact), fact.relation, table, round=row["round"], rule=row["rule"], cause=row["cause"]))
+        seen.add(str(fact))
+        fact = parse_fact(row["cause"])
+        if str(fact) in seen:
+            raise BrokenChain(f"the causes of {start} loop back to {fact} in run {tables.run_id}")
+
+
+def _lookup(tables: RunTables, table: str, fact: Fact) -> list[dict]:
+    keys = [c for c in tables.columns(table) if c not in NOT_KEYS]
+    if len(keys) != len(fact.parts):
+        raise BrokenChain(f"{fact} does not fit the key columns ({', '.join(keys)}) of {table}")
+    return tables.rows(table, **dict(zip(keys, fact.parts)))
+
+
+SHOWN = 20  # neighbours listed per role; the rest are counted
+
+
+def _object_surroundings(tables: RunTables, key: dict) -> list[Neighbour]:
+    found = [_dirty("schema", tables, "dirty_schemas", (key["database"], key["schema"]))]
+    for row in tables.rows(facts_table("StmtUsesCluster"), **key):
+        found.append(_dirty("cluster", tables, "dirty_clusters", (row["cluster"],)))
+    for row in tables.rows(facts_table("IndexUsesCluster"), **key):
+        found.append(_dirty("index", tables, "dirty_clusters", (row["cluster"],),
+                            note=f"index {show_name((row['index_name'],))} on cluster {show_name((row['cluster'],))}"))
+    dependencies = sorted(tuple(r[c] for c in ("dep_database", "dep_schema", "dep_name"))
+                          for r in tables.rows(facts_table("DependsOn"), **key))
+    dirty = _keyed(tables.rows("dirty_stmts", name=sorted({d[2] for d in dependencies})))
+    replacements = _keyed(tables.rows(facts_table("IsReplacement"), name=sorted({d[2] for d in dependencies})))
+    for dep in dependencies[:SHOWN]:
+        row = dirty.get(dep)
+        note = "replacement: its dependents are not dirtied through it" if dep in replacements else None
+        found.append(_neighbour("depends on", dep, row, note))
+    if len(dependencies) > SHOWN:
+        found.append(Neighbour("depends on", f"{len(dependencies) - SHOWN} more", "not shown"))
+    return found
+
+
+def _cluster_surroundings(tables: RunTables, cluster: str) -> list[Neighbour]:
+    users = [(tuple(r[k] for k in ("database", "schema", "name")), None)
+             for r in tables.rows(facts_table("StmtUsesCluster"), cluster=cluster)]
+    users += [(tuple(r[k] for k in ("database", "schema", "name")), r["index_name"])
+              for r in tables.rows(facts_table("IndexUsesCluster"), cluster=cluster)]
+    users.sort(key=lambda u: (u[0], u[1] or ""))
+    changed = _keyed(tables.rows(facts_table("ChangedStmt"), name=sorted({u[0][2] for u in users})))
+    sinks = _keyed(tables.rows(facts_table("IsSink"), name=sorted({u[0][2] for u in users})))
+    found = []
+    for parts, index in users[:SHOWN]:
+        row = changed.get(parts)
+        note = f"through its index {show_name((index,))}" if index else None
+        if parts in sinks:
+            note = "; ".join(filter(None, [note, "a sink: never dirties its cluster"]))
+        found.append(Neighbour("used by", show_name(parts), f"changed ({row['change']})" if row else "unchanged",
+                               note=note))
+    if len(users) > SHOWN:
+        found.append(Neighbour("used by", f"{len(users) - SHOWN} more", "not shown"))
+    return found
+
+
+def _schema_surroundings(tables: RunTables, database: str, schema: str) -> list[Neighbour]:
+    members = sorted(tuple(r[k] for k in ("database", "schema", "name"))
+                     for r in tables.rows(facts_table("ObjectInSchema"), database=database, schema=schema))
+    dirty = _keyed(tables.rows("dirty_stmts", database=database, schema=schema))
+    listed = sorted(members, key=lambda m: (m not in dirty, m))[:SHOWN]  # dirty ones first
+    found = [_neighbour("holds", m, dirty.get(m)) for m in listed]
+    if len(members) > SHOWN:
+        found.append(Neighbour("holds", f"{len(members) - SHOWN} more", "not shown",
+                               note=f"{len(dirty)} of {len(members)} objects dirty"))
+    return found
+
+
+def _dirty(role: str, tables: RunTables, table: str, parts: tuple[str, ...], note: str | None = None) -> Neighbour:
+    keys = [c for c in tables.columns(table) if c not in NOT_KEYS]
+    rows = tables.rows(table, **dict(zip(keys, parts)))
+    return _neighbour(role, parts, rows[0] if rows else None, note)
+
+
+def _neighbour(role: str, parts: tuple[str, ...], row: dict | None, note: str | None = None) -> Neighbour:
+    if row is None:
+        return Neighbour(role, show_name(parts), "clean", note=note)
+    return Neighbour(role, show_name(parts), "dirty", rule=row["rule"], round=row["round"], note=note)
+
+
+def _keyed(rows: list[dict]) -> dict[tuple[str, ...], dict]:
+    return {(r["database"], r["schema"], r["name"]): r for r in rows}
+
+
+def _plan_rows(tables: RunTables, **where) -> list[dict]:
+    if not tables.has("ddl_plan"):
+        return []
+    rows = tables.rows("ddl_plan", **where)
+    return [{k: r[k] for k in ("phase", "step", "seq", "action", "statement", "destructive")}
+            for r in sorted(rows, key=lambda r: r["seq"])]
+
+
+def format_text(e: Explanation) -> str:
+    """The explanation as a few aligned lines for a terminal."""
+    lines = [f"{e.kind} {e.name} is {'dirty' if e.dirty else 'not dirty'} in run {e.run_id} (rules: {e.rules})"]
+    if e.dirty:
+        width = max(len(link.fact) for link in e.chain)
+        rule_width = max([len(link.rule or "") for link in e.chain] + [4])
+        lines.append(f"  {'round':<6} {'fact':<{width}}  {'rule':<{rule_width}}  cause")
+        for link in e.chain:
+            if link.seed:
+                what = link.change or "base fact"
+                lines.append(f"  {'seed':<6} {link.fact:<{width}}  {what}")
+            elif not link.written:
+                lines.append(f"  {'':<6} {link.fact:<{width}}  (not written by this run: add {link.relation} to "
+                             f"`outputs` in the configuration to follow it further)")
+            else:
+                lines.append(f"  {link.round:<6} {link.fact:<{width}}  {link.rule:<{rule_width}}  {link.cause}")
+    elif e.kind == "object":
+        lines.append("  not changed" if e.change is None else f"  changed ({e.change})")
+    if e.surroundings:
+        lines.append("around it:")
+        width = max(len(n.role) for n in e.surroundings)
+        for n in e.surroundings:
+            how = f" by rule {n.rule}, round {n.round}" if n.rule else ""
+            note = f"  ({n.note})" if n.note else ""
+            lines.append(f"  {n.role:<{width}}  {n.name}: {n.state}{how}{note}")
+    if e.plan:
+        lines.append("in the plan:")
+        for op in e.plan:
+            mark = "  [destructive]" if op["destructive"] else ""
+            lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {op['statement']}{mark}")
+    elif e.dirty:
+        lines.append("in the plan: no operation of its own")
+    return "\n".join(lines)
