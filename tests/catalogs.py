@@ -88,15 +88,27 @@ class Batch:
                           dialect=dialect, suffix=suffix)
 
 
-def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None) -> Batch:
-    """Evaluate all scenarios in one Spark run."""
-    outputs = outputs or OUTPUTS
+def batch_documents(scenarios: list[Scenario]) -> tuple[dict, dict, list[str]]:
+    """All scenarios as one old and one new snapshot document, and the forced schemas (``db.schema``)."""
     old, new, forced = [], [], []
     for i, s in enumerate(scenarios):
         p = _prefix(i)
         old += [_namespaced(e, p) for e in s.old]
         new += [_namespaced(e, p) for e in s.new]
-        forced += [tuple((p + f).split(".")) for f in s.forced]
+        forced += [p + f for f in s.forced]
+    return {"objects": old}, {"objects": new}, forced
+
+
+def prefix_of(scenarios: list[Scenario], name: str) -> str:
+    return _prefix(next(i for i, s in enumerate(scenarios) if s.name == name))
+
+
+def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None) -> Batch:
+    """Evaluate all scenarios in one Spark run."""
+    outputs = outputs or OUTPUTS
+    old_doc, new_doc, forced_text = batch_documents(scenarios)
+    old, new = old_doc["objects"], new_doc["objects"]
+    forced = [tuple(f.split(".")) for f in forced_text]
     checked = load_rules(RULES.get(rules, rules), outputs)
     old_snapshot = snapshot_from_document(spark, {"objects": old})
     new_snapshot = snapshot_from_document(spark, {"objects": new})

@@ -28,6 +28,14 @@ def config():
     return load_config()
 
 
+@pytest.fixture(scope="session")
+def seeds(spark, tmp_path_factory):
+    """The explain scenarios written by one real run (run id ``seeds``): (output root, scenarios)."""
+    from seeds import run_seeds
+
+    return run_seeds(spark, tmp_path_factory)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def release_cached_data():
     """Each test module starts with an empty cache: one session serves the whole run."""

@@ -55,15 +55,17 @@ class RunTables:
         dataset = self._dataset(table)
         return dataset.schema.names if dataset is not None else []
 
-    def read(self, table: str, columns: list[str] | None = None, **where) -> pa.Table:
+    def read(self, table: str, columns: list[str] | None = None, condition: pc.Expression | None = None,
+             **where) -> pa.Table:
         """This run's rows of ``table``; ``where`` keeps rows whose column equals a value (or is in a list)."""
         dataset = self._dataset(table)
         if dataset is None:
             raise InputError(f"{os.path.join(self.out, table)}: no such table (run {self.run_id})")
-        conditions = [pc.field("run_id") == self.run_id]
+        conditions = [pc.field("run_id") == self.run_id] + ([condition] if condition is not None else [])
         for column, value in where.items():
             if isinstance(value, (list, tuple, set)):
-                conditions.append(pc.field(column).isin(sorted(value)))
+                kind = dataset.schema.field(column).type
+                conditions.append(pc.field(column).isin(pa.array(sorted(value), type=kind)))
             else:
                 conditions.append(pc.field(column) == value)
         if columns is not None:

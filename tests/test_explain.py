@@ -1,0 +1,134 @@
+"""`dirtiness explain`: chains read back from a real run of the seed scenarios (the ``seeds`` fixture)."""
+
+import json
+import re
+
+from catalogs import prefix_of
+from dirtiness.cli import main
+from dirtiness.config import load_config
+from dirtiness.explain import explain, format_text
+from dirtiness.run_tables import RunTables
+from seeds import HOSTILE
+
+def chain_of(seeds, scenario, kind, *parts):
+    out, scenarios = seeds
+    p = prefix_of(scenarios, scenario)
+    prefixed = (p + parts[0], *parts[1:])
+    e = explain(RunTables.open(out), kind, prefixed)
+    return e, [(link.fact.replace(p, ""), link.rule, link.round) for link in e.chain]
+
+
+def test_schema_chain_back_to_the_changed_table(seeds):
+    e, chain = chain_of(seeds, "schema_atomic", "object", "db", "app", "view1")
+    assert e.dirty and e.kind == "object"
+    assert chain == [("DirtyStmt(db.app.view1)", "schema", 3), ("DirtySchema(db, app)", "member", 2),
+                     ("DirtyStmt(db.app.table1)", "changed", 1), ("ChangedStmt(db.app.table1)", None, None)]
+    assert e.chain[-1].seed and e.chain[-1].change == "modified"
+    assert e.change is None
+
+
+def test_dependency_chain_and_the_second_reason_around_it(seeds):
+    e, chain = chain_of(seeds, "chain", "object", "materialize", "public", "flippers")
+    assert [c[:2] for c in chain] == [
+        ("DirtyStmt(materialize.public.flippers)", "dependency"),
+        ("DirtyStmt(materialize.public.flip_activities)", "dependency"),
+        ("DirtyStmt(materialize.internal.winning_bids)", "changed"),
+        ("ChangedStmt(materialize.internal.winning_bids)", None)]
+    assert [c[2] for c in chain[:3]] == [3, 2, 1]
+    schema = next(n for n in e.surroundings if n.role == "schema")
+    assert (schema.state, schema.rule) == ("dirty", "member")  # also dirty through its schema, one round later
+
+
+def test_two_reasons_in_one_round_the_first_rule_wins_and_the_other_is_shown(seeds):
+    e, chain = chain_of(seeds, "two_reasons", "object", "db", "both", "x")
+    assert chain == [("DirtyStmt(db.both.x)", "dependency", 2), ("DirtyStmt(db.up.src)", "changed", 1),
+                     ("ChangedStmt(db.up.src)", None, None)]
+    schema = next(n for n in e.surroundings if n.role == "schema")
+    assert (schema.state, schema.rule, schema.round) == ("dirty", "forced", 1)
+    text = format_text(e)
+    assert "depends on  " in text and ": dirty by rule changed, round 1" in text
+
+
+def test_forced_schema_is_a_seed(seeds):
+    e, chain = chain_of(seeds, "forced", "object", "db", "forced", "a")
+    assert chain == [("DirtyStmt(db.forced.a)", "schema", 2), ("DirtySchema(db, forced)", "forced", 1),
+                     ("ForcedSchema(db, forced)", None, None)]
+    assert e.chain[-1].seed and e.chain[-1].relation == "ForcedSchema"
+
+
+def test_cluster_rule_is_explained_through_the_dirty_cluster(seeds):
+    _, chain = chain_of(seeds, "on_dirty_cluster", "object", "db", "d", "b")
+    assert chain == [("DirtyStmt(db.d.b)", "cluster", 2), ("DirtyCluster(c1)", "stmt_cluster", 1),
+                     ("ChangedStmt(db.c.a)", None, None)]
+    e, chain = chain_of(seeds, "index_cluster", "cluster", "quickstart")
+    assert chain == [("DirtyCluster(quickstart)", "stmt_cluster", 1),
+                     ("ChangedStmt(materialize.public.other)", None, None)]
+    assert {(n.name.replace(prefix_of(seeds[1], "index_cluster"), ""), n.state) for n in e.surroundings} == {
+        ("materialize.internal.winning_bids", "unchanged"), ("materialize.public.other", "changed (modified)")}
+
+
+def test_added_and_deleted_seeds(seeds):
+    e, _ = chain_of(seeds, "added_deleted", "object", "db", "dels", "gone")
+    assert e.change == "deleted" and e.chain[-1].change == "deleted"
+    e, _ = chain_of(seeds, "added_deleted", "object", "db", "adds", "new")
+    assert e.change == "added" and e.chain[-1].change == "added"
+
+
+def test_not_dirty_object_says_what_around_it_is_clean(seeds):
+    e, chain = chain_of(seeds, "index_cluster", "object", "materialize", "internal", "winning_bids")
+    assert not e.dirty and chain == []
+    states = {(n.role, n.state) for n in e.surroundings}
+    assert states == {("schema", "clean"), ("cluster", "clean"), ("index", "dirty")}
+    e, _ = chain_of(seeds, "replacement", "object", "db", "reports", "user")
+    dependency = next(n for n in e.surroundings if n.role == "depends on")
+    assert dependency.state == "dirty" and "replacement" in dependency.note
+    assert "is not dirty in run seeds" in format_text(e) and "not changed" in format_text(e)
+
+
+def test_cli_text_json_and_errors(seeds, capsys):
+    out, scenarios = seeds
+    p = prefix_of(scenarios, "chain")
+    assert main(["explain", "--out", out, f"{p}materialize.public.flippers"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == f"object {p}materialize.public.flippers is dirty in run seeds " \
+                                   f"(rules: {load_config()['rules']})"
+    assert re.search(rf"\n  seed +ChangedStmt\({p}materialize\.internal\.winning_bids\) +modified\n", text)
+
+    assert main(["explain", "--out", out, "--run-id", "seeds", "--format", "json",
+                 "--schema", f"{p}materialize.public"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dirty"] and document["kind"] == "schema" and document["run_id"] == "seeds"
+    assert [link["rule"] for link in document["chain"]] == ["member", "dependency", "changed", None]
+    assert document["chain"][-1] == {**document["chain"][-1], "seed": True, "change": "modified",
+                                     "table": "facts/changed_stmt"}
+    assert {op["phase"] for op in document["plan"]} == {"stage", "swap", "cleanup"}
+
+    q = prefix_of(scenarios, "replacement")
+    assert main(["explain", "--out", out, "--format", "json", f"{q}db.reports.user"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dirty"] is False and document["chain"] == [] and document["change"] is None
+
+    assert main(["explain", "--out", out, f"{q}db.reports.nope"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dirtiness: {q}db.reports.nope: no such object in the old or the new project (run seeds)")
+    assert main(["explain", "--out", out, "--cluster", "nope"]) == 2
+    assert "nope: no such cluster" in capsys.readouterr().err
+    assert main(["explain", "--out", out, "--schema", "db.nope"]) == 2
+    assert "db.nope: no such schema" in capsys.readouterr().err
+    assert main(["explain", "--out", out, "a.b"]) == 2
+    assert "a.b: expected an object as DATABASE.SCHEMA.NAME" in capsys.readouterr().err
+    assert main(["explain", "--out", out, "a.b.c", "--cluster", "x"]) == 2
+    assert "exactly one of" in capsys.readouterr().err
+    assert main(["explain", "--out", out, "--run-id", "nope", "a.b.c"]) == 2
+    assert f"run nope: not found under {out}" in capsys.readouterr().err
+
+
+def test_quoted_names_round_trip(seeds, capsys):
+    out, scenarios = seeds
+    p = prefix_of(scenarios, "hostile")
+    database, schema, name = HOSTILE
+    typed = f'{p}{database}."{schema}"."{name.replace(chr(34), chr(34) * 2)}"'
+    assert main(["explain", "--out", out, "--format", "json", typed]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["dirty"] and document["chain"][-1]["change"] == "modified"
+    assert document["name"] == typed

@@ -1,0 +1,107 @@
+"""Reading runs back without Spark: hand-made Delta tables for the cases a healthy run never produces."""
+
+import datetime as dt
+import os
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from dirtiness.base_facts import BY_NAME
+from dirtiness.cli import main
+from dirtiness.fact_text import Fact, parse_fact, parse_name, show_name
+from dirtiness.job import RUNS
+from dirtiness.delta_tables import arrow_schema_of
+from dirtiness.run_tables import RunTables
+
+WHEN = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def write(out, table, rows: list[dict], schema: pa.Schema) -> None:
+    schema = pa.schema([pa.field("run_id", pa.string()), *schema])
+    write_deltalake(os.path.join(out, table), pa.Table.from_pylist(rows, schema=schema), mode="append")
+
+
+def runs_row(run_id, status, message=None, finished=WHEN):
+    row = {f.name: None for f in RUNS.fields}
+    return {**row, "run_id": run_id, "status": status, "started_at": WHEN, "finished_at": finished,
+            "old_snapshot": "old.yaml", "new_snapshot": "new.yaml", "rules": "rules.dl", "message": message,
+            "strategy": "blue-green"}
+
+
+def dirty_schema(*keys):
+    return pa.schema([*(pa.field(k, pa.string()) for k in keys), pa.field("rule", pa.string()),
+                      pa.field("cause", pa.string()), pa.field("round", pa.int32())])
+
+
+def handmade(out, stmts: list[dict], relations: list[tuple], objects: list[tuple]) -> None:
+    """One succeeded run ``r1`` and a failed run ``r2``; facts empty except the listed objects."""
+    write(out, "runs", [runs_row("r1", "succeeded"), runs_row("r2", "failed", "boom: the new snapshot vanished",
+                                                              WHEN + dt.timedelta(hours=1))],
+          pa.schema([f for f in arrow_schema_of(RUNS) if f.name != "run_id"]))
+    write(out, "run_relations", [{"run_id": "r1", "relation": r, "role": role, "table": t, "tuples": 1}
+                                 for r, role, t in relations],
+          pa.schema([("relation", pa.string()), ("role", pa.string()), ("table", pa.string()), ("tuples", pa.int64())]))
+    write(out, "dirty_stmts", [{"run_id": "r1", **row} for row in stmts], dirty_schema("database", "schema", "name"))
+    write(out, "dirty_schemas", [], dirty_schema("database", "schema"))
+    write(out, "dirty_clusters", [], dirty_schema("cluster"))
+    for relation in BY_NAME.values():
+        rows = [{"run_id": "r1", "database": d, "schema": s, "name": n} for d, s, n in objects] \
+            if relation.name == "ObjectInSchema" else []
+        write(out, f"facts/{relation.table}", rows, pa.schema([(f, pa.string()) for f in relation.fields]))
+
+
+def stmt(name, rule, cause, round_no):
+    return {"database": "d", "schema": "s", "name": name, "rule": rule, "cause": cause, "round": round_no}
+
+
+def test_fact_text_round_trips():
+    for text in ("DirtyStmt(materialize.public.flippers)", "DirtySchema(materialize, reporting)",
+                 'X("a.b"."c""d".e, "x, y")', "Nothing()"):
+        assert str(parse_fact(text)) == text
+    assert parse_fact('X("a.b"."c""d".e, "x, y")') == Fact("X", (("a.b", 'c"d', "e"), ("x, y",)))
+    assert parse_name(' "My.DB".public.X ') == ("My.DB", "public", "X")
+    assert show_name(("My.DB", "public", "X")) == '"My.DB".public."X"'
+    for bad in ("DirtyStmt", "DirtyStmt(a", 'X("open)'):
+        with pytest.raises(ValueError):
+            parse_fact(bad)
+    with pytest.raises(ValueError):
+        parse_name("a..b")
+
+
+def test_a_relation_the_run_does_not_write_ends_the_chain(tmp_path, capsys):
+    out = str(tmp_path)
+    handmade(out, [stmt("x", "propagating", "SchemaPropagatingStmt(d.s.x)", 2)],
+             [("DirtyStmt", "derived", "dirty_stmts"), ("SchemaPropagatingStmt", "derived", None)],
+             [("d", "s", "x")])
+    assert main(["explain", "--out", out, "d.s.x"]) == 0
+    text = capsys.readouterr().out
+    assert "SchemaPropagatingStmt(d.s.x)  (not written by this run: add SchemaPropagatingStmt to `outputs`" in text
+
+
+def test_a_cause_missing_from_its_table_is_an_internal_error(tmp_path, capsys):
+    out = str(tmp_path)
+    handmade(out, [stmt("x", "dependency", "DirtyStmt(d.s.gone)", 2)],
+             [("DirtyStmt", "derived", "dirty_stmts")], [("d", "s", "x")])
+    assert main(["explain", "--out", out, "d.s.x"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "dirtiness: internal error (BrokenChain): DirtyStmt(d.s.x) was caused by DirtyStmt(d.s.gone), "
+        "which dirty_stmts does not hold for run r1")
+
+
+def test_failed_runs_and_missing_roots(tmp_path, capsys):
+    out = str(tmp_path)
+    handmade(out, [], [("DirtyStmt", "derived", "dirty_stmts")], [("d", "s", "x")])
+    assert RunTables.open(out).run_id == "r1"  # the latest *succeeded* run, though r2 finished later
+    assert main(["explain", "--out", out, "--run-id", "r2", "d.s.x"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dirtiness: run r2 under {out} is failed, not succeeded (its tables are incomplete): "
+        "boom: the new snapshot vanished")
+    assert main(["explain", "--out", str(tmp_path / "nowhere"), "d.s.x"]) == 2
+    assert "nowhere: no such folder (expected the --out folder of `dirtiness run`)" in capsys.readouterr().err
+    # the report of a failed run is a page saying so
+    page = tmp_path / "failed.html"
+    assert main(["report", "--out", out, "--run-id", "r2", "--html", str(page)]) == 0
+    html = page.read_text()
+    assert '<span class="status failed">failed</span>' in html and "boom: the new snapshot vanished" in html
+    assert 'id="dirty-graph"' not in html
