@@ -1,11 +1,15 @@
-# Everything a fresh machine needs: Python 3.11+, Java 17, and the package registry.
+# Everything a fresh machine needs: Python 3.11+, Java 17, and the package registries
+# (PyPI; Debian's packages for the Chromium the report tests open pages in).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= out/example
 
-.PHONY: setup run test bench clean
+CHROMIUM ?= /usr/bin/chromium
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup browser run test bench clean
 
 setup: $(STAMP)
 
@@ -16,12 +20,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-# The main job on the bundled example: Delta tables under $(OUT).
+# Debian's Chromium, for the tests that open the HTML report in a real browser.
+browser:
+	@test -x $(CHROMIUM) || $(SUDO) sh -c 'apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null'
+
+# The main job on the bundled example: Delta tables and report.html under $(OUT).
 run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
-		--summary-json $(OUT)/summary.json
+		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
 
 # Synthetic catalogs at 10k, 100k and 1M objects; one JSON line of figures each.
@@ -31,4 +40,4 @@ bench: setup
 	$(BIN)/python bench/run.py --objects 1000000
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache test-artifacts

@@ -67,12 +67,30 @@ def main() -> None:
         "round_seconds": [r["seconds"] for r in summary["round_log"]],
         "generate_s": round(generate_s, 2),
     }
+    spark.stop()
+    result.update(_read_back(out, os.path.join(work, "report.html"), config))
     if not args.no_reference:
         result.update(_reference(prepared.checked, out, summary["run_id"], config))
-    spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result))
+
+
+def _read_back(out: str, page: str, config: dict) -> dict:
+    """``explain`` of the object derived last (the longest chain) and ``report``, both timed, Spark stopped."""
+    from dirtiness.explain import explain
+    from dirtiness.report.page import write_report
+    from dirtiness.run_tables import RunTables
+
+    deepest = max(RunTables.open(out).rows("dirty_stmts"),
+                  key=lambda r: (r["round"], r["database"], r["schema"], r["name"]))
+    started = time.perf_counter()
+    explanation = explain(RunTables.open(out), "object", (deepest["database"], deepest["schema"], deepest["name"]))
+    explain_s = time.perf_counter() - started
+    started = time.perf_counter()
+    write_report(RunTables.open(out), page, config.get("report"))
+    return {"explain_s": round(explain_s, 2), "explain_chain": len(explanation.chain),
+            "report_s": round(time.perf_counter() - started, 2), "report_bytes": os.path.getsize(page)}
 
 
 def _reference(checked, out: str, run_id: str, config: dict) -> dict:

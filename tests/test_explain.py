@@ -79,6 +79,8 @@ def test_not_dirty_object_says_what_around_it_is_clean(seeds):
     assert not e.dirty and chain == []
     states = {(n.role, n.state) for n in e.surroundings}
     assert states == {("schema", "clean"), ("cluster", "clean"), ("index", "dirty")}
+    assert [(op["phase"], op["action"]) for op in e.plan] == [("stage", "CREATE")]  # its index, restaged
+    assert '"winning_bids_idx"' in e.plan[0]["statement"]
     e, _ = chain_of(seeds, "replacement", "object", "db", "reports", "user")
     dependency = next(n for n in e.surroundings if n.role == "depends on")
     assert dependency.state == "dirty" and "replacement" in dependency.note

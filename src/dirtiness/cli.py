@@ -115,6 +115,10 @@ def _run(args, set_master: bool) -> int:
     prepared = prepare(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
+    if args.report:
+        from .report.data import report_settings
+
+        report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
     spark = build_session(config, set_master=set_master)
     latest = latest_succeeded(spark, args.out, config) if args.if_changed else None
     if latest and all(latest.get(k) == prepared.fingerprints[k] for k in FINGERPRINTS):

@@ -86,7 +86,11 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
         changed = tables.rows(facts_table("ChangedStmt"), **key)
         explanation.change = changed[0]["change"] if changed else None
         explanation.surroundings = _object_surroundings(tables, key)
-        explanation.plan = _plan_rows(tables, object_type="object", **key)
+        indexes = sorted({r["index_name"] for r in tables.rows(facts_table("IndexUsesCluster"), **key)})
+        explanation.plan = sorted(
+            _plan_rows(tables, object_type="object", **key)
+            + _plan_rows(tables, object_type="index", database=parts[0], schema=parts[1], name=indexes),
+            key=lambda op: op["seq"])  # the object's operations and its indexes'
     elif kind == "cluster":
         explanation.surroundings = _cluster_surroundings(tables, parts[0])
         explanation.plan = _plan_rows(tables, object_type="cluster", name=parts[0])

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from pyspark.sql import SparkSession
+
+from .config import PROJECT_ROOT
 
 
 def build_session(config: dict, set_master: bool = True) -> SparkSession:
@@ -18,7 +22,12 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
     builder = SparkSession.builder.appName(spark_conf.get("app_name", "dirtiness"))
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
-    for key, value in (spark_conf.get("conf") or {}).items():
-        builder = builder.config(key, str(value).lower() if isinstance(value, bool) else str(value))
+    settings = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (spark_conf.get("conf") or {}).items()}
+    if spark_conf.get("log4j_config"):  # only a JVM started here reads it; spark-submit users pass their own
+        path = os.path.join(PROJECT_ROOT / "conf", spark_conf["log4j_config"])
+        options = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
     return builder.getOrCreate()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import InputError
 from ..fact_text import show_name
 from ..run_log import facts_table
 from ..run_tables import RunTables
@@ -42,8 +43,22 @@ class ReportData:
     picture: Picture | None = None
 
 
+def report_settings(settings: dict | None) -> dict:
+    """The ``report`` section of the configuration, checked: unknown keys and bad sizes are input errors."""
+    settings = settings or {}
+    if not isinstance(settings, dict):
+        raise InputError("configuration: report must be a mapping")
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise InputError(f"configuration: report.{unknown[0]} is not a setting (known: {', '.join(DEFAULTS)})")
+    for key, value in settings.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"configuration: report.{key} must be a positive integer, not {value!r}")
+    return {**DEFAULTS, **settings}
+
+
 def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
-    settings = {**DEFAULTS, **(settings or {})}
+    settings = report_settings(settings)
     data = ReportData(run=tables.run, settings=settings)
     if tables.run["status"] != "succeeded":
         return data  # a failed or refused run wrote nothing else worth showing
@@ -170,15 +185,20 @@ def _schema_picture(tables: RunTables, objects: pa.Table, schemas: list[dict], c
             layer=layer, layer_name=headings.get(layer, "no operation of its own"), reason=reason,
             change="modified" if entry["changed"] else None, badge=_count_badge(entry["changed"]),
             title=f"schema {show_name(key)}\n{state}\n{entry['objects']:,} dirty objects, {entry['changed']:,} changed"))
-    return lay_out("schemas", specs, _schema_edges(tables, objects), colours, note=note)
+    keys = {s.key for s in specs}
+    edges = [e for e in _schema_edges(tables, objects) if e[1] in keys and e[2] in keys]
+    drawn = sorted(edges, key=lambda e: (-e[0], e[1], e[2]))[:2 * len(specs)]  # the heaviest, to stay legible
+    if len(drawn) < len(edges):
+        note += f"; the {len(drawn):,} heaviest of {len(edges):,} schema-to-schema dependencies are drawn"
+    return lay_out("schemas", specs, [e[1:] for e in drawn], colours, note=note)
 
 
 def _count_badge(count: int) -> str | None:
     return None if not count else str(count) if count < 100 else "99+"
 
 
-def _schema_edges(tables: RunTables, objects: pa.Table) -> list[tuple[str, str, str]]:
-    """Dependencies between dirty objects, counted per pair of distinct schemas."""
+def _schema_edges(tables: RunTables, objects: pa.Table) -> list[tuple[int, str, str, str]]:
+    """Dependencies between dirty objects, counted per pair of distinct schemas: (count, from, to, title)."""
     dirty = objects.select(KEY)
     deps = tables.read(facts_table("DependsOn"), columns=[*KEY, "dep_database", "dep_schema", "dep_name"])
     deps = deps.join(dirty, KEY, join_type="inner")
@@ -189,6 +209,6 @@ def _schema_edges(tables: RunTables, objects: pa.Table) -> list[tuple[str, str, 
     for row in pairs.to_pylist():
         source, target = (row["dep_database"], row["dep_schema"]), (row["database"], row["schema"])
         if source != target:
-            edges.append((show_name(source), show_name(target),
+            edges.append((row["count_all"], show_name(source), show_name(target),
                           f"{row['count_all']:,} dependencies of {show_name(target)} on {show_name(source)}"))
     return edges

@@ -55,6 +55,7 @@ class Node:
 class Edge:
     path: str
     title: str
+    backward: bool                  # into an earlier (or the same) column: drawn faint and dashed
 
 
 @dataclass
@@ -91,7 +92,8 @@ def lay_out(mode: str, specs: list[NodeSpec], edges: list[tuple[str, str, str]],
             x=LEFT + column * COLUMN_PITCH, y=TOP + row * ROW_PITCH, fill=fill, ink=_ink(fill),
             badge=spec.badge or CHANGE_BADGES.get(spec.change or ""), marked=spec.change is not None,
             dashed=spec.change == "deleted", title=spec.title)
-    drawn = [Edge(_curve(nodes[a], nodes[b]), title) for a, b, title in sorted(edges) if a in nodes and b in nodes]
+    drawn = [Edge(_curve(nodes[a], nodes[b]), title, nodes[b].x <= nodes[a].x)
+             for a, b, title in sorted(edges) if a in nodes and b in nodes]
     width = LEFT * 2 + max(len(layers), 1) * COLUMN_PITCH - (COLUMN_PITCH - NODE_WIDTH)
     height = TOP + max(rows.values(), default=1) * ROW_PITCH + 10
     legend = [(reason, colour) for reason, colour in colours.items()]
