@@ -9,6 +9,7 @@ from deltalake import write_deltalake
 
 from dirtiness.base_facts import BY_NAME
 from dirtiness.cli import main
+from dirtiness.config import PROJECT_ROOT
 from dirtiness.fact_text import Fact, parse_fact, parse_name, show_name
 from dirtiness.job import RUNS
 from dirtiness.delta_tables import arrow_schema_of
@@ -105,3 +106,20 @@ def test_failed_runs_and_missing_roots(tmp_path, capsys):
     html = page.read_text()
     assert '<span class="status failed">failed</span>' in html and "boom: the new snapshot vanished" in html
     assert 'id="dirty-graph"' not in html
+
+
+def test_report_settings_are_checked(tmp_path, capsys):
+    out = str(tmp_path)
+    handmade(out, [], [("DirtyStmt", "derived", "dirty_stmts")], [("d", "s", "x")])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("report:\n  max_graph_nodes: 0\n")
+    page = tmp_path / "page.html"
+    assert main(["report", "--out", out, "--html", str(page), "--config", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dirtiness: configuration: report.max_graph_nodes must be a positive integer, not 0")
+    assert not page.exists()
+    example = PROJECT_ROOT / "examples"
+    assert main(["run", "--old", str(example / "old.yaml"), "--new", str(example / "new.yaml"), "--out", out,
+                 "--report", str(page), "--config", str(bad)]) == 2  # before Spark starts
+    assert "report.max_graph_nodes must be a positive integer" in capsys.readouterr().err
+    assert not page.exists()
