@@ -1,6 +1,7 @@
 """Reading runs back without Spark: hand-made Delta tables for the cases a healthy run never produces."""
 
 import datetime as dt
+import json
 import os
 
 import pyarrow as pa
@@ -35,7 +36,7 @@ def dirty_schema(*keys):
                       pa.field("cause", pa.string()), pa.field("round", pa.int32())])
 
 
-def handmade(out, stmts: list[dict], relations: list[tuple], objects: list[tuple]) -> None:
+def handmade(out, stmts: list[dict], relations: list[tuple], objects: list[tuple], changed=()) -> None:
     """One succeeded run ``r1`` and a failed run ``r2``; facts empty except the listed objects."""
     write(out, "runs", [runs_row("r1", "succeeded"), runs_row("r2", "failed", "boom: the new snapshot vanished",
                                                               WHEN + dt.timedelta(hours=1))],
@@ -47,8 +48,9 @@ def handmade(out, stmts: list[dict], relations: list[tuple], objects: list[tuple
     write(out, "dirty_schemas", [], dirty_schema("database", "schema"))
     write(out, "dirty_clusters", [], dirty_schema("cluster"))
     for relation in BY_NAME.values():
-        rows = [{"run_id": "r1", "database": d, "schema": s, "name": n} for d, s, n in objects] \
-            if relation.name == "ObjectInSchema" else []
+        listed = {"ObjectInSchema": objects, "ChangedStmt": changed}.get(relation.name, [])
+        rows = [{"run_id": "r1", "database": d, "schema": s, "name": n, **({"change": "modified"} if
+                 relation.name == "ChangedStmt" else {})} for d, s, n in listed]
         write(out, f"facts/{relation.table}", rows, pa.schema([(f, pa.string()) for f in relation.fields]))
 
 
@@ -88,6 +90,15 @@ def test_a_cause_missing_from_its_table_is_an_internal_error(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         "dirtiness: internal error (BrokenChain): DirtyStmt(d.s.x) was caused by DirtyStmt(d.s.gone), "
         "which dirty_stmts does not hold for run r1")
+
+
+def test_runs_without_a_relation_log_use_the_configured_outputs(tmp_path, capsys):
+    out = str(tmp_path)
+    handmade(out, [stmt("x", "changed", "ChangedStmt(d.s.x)", 1)], [], [("d", "s", "x")], changed=[("d", "s", "x")])
+    assert main(["explain", "--out", out, "--format", "json", "d.s.x"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(link["fact"], link["table"]) for link in document["chain"]] == [
+        ("DirtyStmt(d.s.x)", "dirty_stmts"), ("ChangedStmt(d.s.x)", "facts/changed_stmt")]
 
 
 def test_failed_runs_and_missing_roots(tmp_path, capsys):

@@ -124,8 +124,9 @@ def _args(kind: str, parts: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 def _relation_tables(tables: RunTables, outputs: dict[str, str]) -> dict[str, str | None]:
     """Relation -> table, as the run recorded it; for runs that predate ``run_relations``, the configuration's."""
-    if tables.has("run_relations"):
-        return {r["relation"]: r["table"] for r in tables.rows("run_relations")}
+    recorded = tables.rows("run_relations") if tables.has("run_relations") else []
+    if recorded:
+        return {r["relation"]: r["table"] for r in recorded}
     from .base_facts import BY_NAME
 
     return {**{name: facts_table(name) for name in BY_NAME}, **outputs}
