@@ -36,7 +36,9 @@ class ReportData:
     objects: list[dict] = field(default_factory=list)
     objects_total: int = 0
     clusters: list[dict] = field(default_factory=list)
+    clusters_total: int = 0
     schemas: list[dict] = field(default_factory=list)
+    schemas_total: int = 0
     plan_steps: list[dict] = field(default_factory=list)
     plan: list[dict] = field(default_factory=list)
     plan_total: int = 0
@@ -71,11 +73,14 @@ def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
     data.objects_total = objects.num_rows
     data.clusters = _rows(tables, "dirty_clusters", "round", "cluster")
     data.schemas = _rows(tables, "dirty_schemas", "round", "database", "schema")
-    data.colours = reason_colours(_reasons([objects.to_pylist(), data.schemas, data.clusters]))
+    first_rounds = objects.group_by("rule").aggregate([("round", "min")]).rename_columns(["rule", "round"])
+    data.colours = reason_colours(_reasons([first_rounds.to_pylist(), data.schemas, data.clusters]))
     data.objects = objects.slice(0, settings["max_rows"]).to_pylist()
     data.plan_steps, data.plan_total = _plan_steps(tables)
     data.plan = _rows(tables, "ddl_plan", "seq", condition=pc.field("seq") <= settings["max_rows"])
     data.picture = _picture(tables, objects, data.schemas, data.colours, settings["max_graph_nodes"])
+    data.schemas_total, data.clusters_total = len(data.schemas), len(data.clusters)
+    data.schemas, data.clusters = data.schemas[:settings["max_rows"]], data.clusters[:settings["max_rows"]]
     return data
 
 
@@ -160,13 +165,11 @@ def _schema_picture(tables: RunTables, objects: pa.Table, schemas: list[dict], c
                     limit: int) -> Picture:
     first, headings = _layers(tables, None)
     placed = objects.select([*KEY, "change"]).join(first, KEY, join_type="left outer")
-    held: dict[tuple[str, str], dict] = {}
-    for row in placed.to_pylist():
-        entry = held.setdefault((row["database"], row["schema"]), {"objects": 0, "changed": 0, "rank": None})
-        entry["objects"] += 1
-        entry["changed"] += row["change"] is not None
-        if row["rank"] is not None:
-            entry["rank"] = row["rank"] if entry["rank"] is None else min(entry["rank"], row["rank"])
+    placed = placed.append_column("changed", pc.cast(pc.is_valid(placed["change"]), pa.int64()))
+    per_schema = placed.group_by(["database", "schema"]).aggregate(
+        [([], "count_all"), ("changed", "sum"), ("rank", "min")])
+    held = {(r["database"], r["schema"]): {"objects": r["count_all"], "changed": r["changed_sum"],
+                                           "rank": r["rank_min"]} for r in per_schema.to_pylist()}
     dirty = {(s["database"], s["schema"]): s for s in schemas}
     for key in dirty:
         held.setdefault(key, {"objects": 0, "changed": 0, "rank": None})

@@ -52,7 +52,7 @@ def render(data: ReportData) -> str:
         stage_colours=[PALETTE[i % len(PALETTE)] for i in range(len(data.stages))], relations=data.relations,
         rounds=data.rounds, chart=data.chart, picture=data.picture, node_width=NODE_WIDTH, node_height=NODE_HEIGHT,
         objects=data.objects, objects_total=data.objects_total, colours=data.colours, clusters=data.clusters,
-        schemas=data.schemas, phases=_phases(data), plan=data.plan, plan_total=data.plan_total)
+        clusters_total=data.clusters_total, schemas=data.schemas, schemas_total=data.schemas_total, phases=_phases(data), plan=data.plan, plan_total=data.plan_total)
 
 
 def _phases(data: ReportData) -> list[dict]:
