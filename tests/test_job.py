@@ -9,6 +9,7 @@ import pytest
 from deltalake import DeltaTable
 
 from catalogs import RULES
+from cli_output import error_lines
 from dirtiness.cli import main
 from dirtiness.delta_tables import DeltaStore
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
@@ -85,8 +86,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
     argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", str(tmp_path / "out")]
     argv += [str(bad) if a == "RULES_BAD" else a for a in args]
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and message in err[0]
     assert not (tmp_path / "out").exists()
 
 
@@ -108,7 +109,7 @@ def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
     new = _write(tmp_path / "new.yaml", [{**table, "hash": "h2"}, view])
     argv = ["run", "--old", old, "--new", new, "--out", str(tmp_path / "out"), "--strategy", "in-place"]
     assert main(argv) == 3
-    err = capsys.readouterr().err.strip().splitlines()
+    err = error_lines(capsys.readouterr().err)
     assert len(err) == 1 and "refused without --allow-destructive: d.raw.events (table)" in err[0]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]  # nothing but the reason
     refused = pl.read_delta(str(tmp_path / "out" / "runs")).to_dicts()
@@ -124,7 +125,7 @@ def test_dependency_cycle_exits_2_naming_the_objects(tmp_path, capsys):
     old = _write(tmp_path / "old.yaml", [a, b])
     new = _write(tmp_path / "new.yaml", [{**a, "hash": "h2"}, b])
     assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "dependency cycle: d.s.a -> d.s.b -> d.s.a" in err and len(err.splitlines()) == 1
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and "dependency cycle: d.s.a -> d.s.b -> d.s.a" in err[0]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]
     assert pl.read_delta(str(tmp_path / "out" / "runs"))["status"].to_list() == ["failed"]

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
+from cli_output import error_lines
 from dirtiness.cli import main
 from dirtiness.config import load_config
 from dirtiness.job import RunParams, prepare, run
@@ -64,8 +65,8 @@ def test_bad_document_exits_2_naming_file_object_problem(tmp_path, capsys, new, 
     old = write_yaml(tmp_path / "old.yaml", {"objects": GOOD})
     out = tmp_path / "out"
     assert main(["run", "--old", old, "--new", write_yaml(tmp_path / "new.yaml", new), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err, err
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and message in err[0], err
     assert "Traceback" not in err
     assert published(out) == []
     assert not any((out / t).exists() for t in TABLES)
@@ -102,8 +103,8 @@ def test_bad_table_form_exits_2(tmp_path, capsys, objects, dependencies, message
     new = write_tables(tmp_path / "new", objects, dependencies)
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
     assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err, err
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and message in err[0], err
     assert published(str(tmp_path / "out")) == []
 
 

@@ -88,13 +88,31 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
         return EXIT_FAILURE
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a line is logged, not when the handler was made.
+
+    A host that swaps stderr (Airflow's task log, a notebook, pytest) gets
+    every line, and a closed stream from an earlier swap is never written to.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def _log_to_stderr() -> None:
     """Progress lines on stderr, whatever logging the host (spark-submit, Airflow) set up."""
     logger = logging.getLogger("dirtiness")
-    if not any(getattr(h, "_dirtiness", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s dirtiness %(message)s"))
-        handler._dirtiness = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
