@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("object", nargs="?", metavar="DB.SCHEMA.NAME", help="the object to explain")
     explain.add_argument("--cluster", metavar="CLUSTER", help="explain a cluster instead")
     explain.add_argument("--schema", metavar="DB.SCHEMA", help="explain a schema instead")
-    explain.add_argument("--format", choices=("text", "json"), default="text")
+    explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json for tools")
     add_read_arguments(explain)
     report = commands.add_parser("report", help="write one self-contained HTML page about a run")
     report.add_argument("--html", required=True, metavar="FILE", help="the page to write")
