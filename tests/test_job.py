@@ -108,7 +108,10 @@ def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
     old = _write(tmp_path / "old.yaml", [table, view])
     new = _write(tmp_path / "new.yaml", [{**table, "hash": "h2"}, view])
     argv = ["run", "--old", old, "--new", new, "--out", str(tmp_path / "out"), "--strategy", "in-place"]
-    assert main(argv) == 3
+    page = tmp_path / "refused.html"
+    assert main([*argv, "--report", str(page)]) == 3
+    html = page.read_text()  # the page of a refused run says why
+    assert '<span class="status refused">refused</span>' in html and "d.raw.events" in html
     err = error_lines(capsys.readouterr().err)
     assert len(err) == 1 and "refused without --allow-destructive: d.raw.events (table)" in err[0]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]  # nothing but the reason

@@ -200,9 +200,11 @@ def test_if_changed_skips_unchanged_inputs(tmp_path, capsys):
     runs = pl.read_delta(os.path.join(out, "runs")).to_dicts()
     assert runs[0]["new_fingerprint"].startswith("sha256:") and runs[0]["strategy"] == "blue-green"
     capsys.readouterr()
-    assert main([*argv, "--run-id", "second"]) == 0
+    page = tmp_path / "report.html"
+    assert main([*argv, "--run-id", "second", "--report", str(page)]) == 0
     assert "run second: skipped: inputs, rules and configuration are unchanged since run first" in \
         capsys.readouterr().out
+    assert "dirtiness run <span class=\"mono\">first</span>" in page.read_text()  # the run that stands
     assert main([*argv, "--run-id", "third", "--strategy", "in-place"]) == 0  # other settings: computed
     assert sorted(r["run_id"] for r in published(out)) == ["first", "third"]
 
