@@ -16,10 +16,10 @@ from .errors import InputError
 from .fact_text import Fact, parse_fact, show_name
 from .run_log import facts_table
 from .run_tables import RunTables
+from .snapshot import KEY
 
 NOT_KEYS = {"run_id", "kind", "change", "rule", "cause", "round"}  # detail and provenance columns
 DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
-_DEFAULT_RELATION = {"dirty_stmts": "DirtyStmt", "dirty_clusters": "DirtyCluster", "dirty_schemas": "DirtySchema"}
 
 
 class BrokenChain(RuntimeError):
@@ -74,7 +74,9 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     """The explanation of an object (``kind="object"``, parts db, schema, name), cluster or schema."""
     relations = _relation_tables(tables, outputs or {})
     table = DIRTY_TABLES[kind]
-    relation = next((r for r, t in relations.items() if t == table), _DEFAULT_RELATION[table])
+    relation = next((r for r, t in relations.items() if t == table), None)
+    if relation is None:
+        raise BrokenChain(f"no relation of run {tables.run_id} is written to {table}")
     target = Fact(relation, _args(kind, parts))
     name = show_name(parts)
     _require_known(tables, kind, parts, name)
@@ -82,11 +84,12 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     explanation = Explanation(run_id=tables.run_id, rules=tables.run.get("rules"), target=str(target), kind=kind,
                               name=name, dirty=bool(chain), chain=chain)
     if kind == "object":
-        key = dict(zip(("database", "schema", "name"), parts))
+        key = dict(zip(KEY, parts))
         changed = tables.rows(facts_table("ChangedStmt"), **key)
         explanation.change = changed[0]["change"] if changed else None
-        explanation.surroundings = _object_surroundings(tables, key)
-        indexes = sorted({r["index_name"] for r in tables.rows(facts_table("IndexUsesCluster"), **key)})
+        index_rows = tables.rows(facts_table("IndexUsesCluster"), **key)
+        explanation.surroundings = _object_surroundings(tables, key, index_rows)
+        indexes = sorted({r["index_name"] for r in index_rows})
         explanation.plan = sorted(
             _plan_rows(tables, object_type="object", **key)
             + _plan_rows(tables, object_type="index", database=parts[0], schema=parts[1], name=indexes),
@@ -142,7 +145,7 @@ def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> 
                 raise BrokenChain(f"{fact.relation} is not written by run {tables.run_id}")
             chain.append(Link(str(fact), fact.relation, None, written=False))
             return chain
-        rows = _lookup(tables, table, fact)
+        rows = _lookup(tables, table, fact.parts)
         if not rows:
             if chain:
                 raise BrokenChain(f"{chain[-1].fact} was caused by {fact}, which {table} does not hold "
@@ -159,21 +162,22 @@ def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> 
             raise BrokenChain(f"the causes of {start} loop back to {fact} in run {tables.run_id}")
 
 
-def _lookup(tables: RunTables, table: str, fact: Fact) -> list[dict]:
+def _lookup(tables: RunTables, table: str, parts: tuple[str, ...]) -> list[dict]:
+    """The rows of ``table`` whose key columns (all but detail and provenance) are ``parts``."""
     keys = [c for c in tables.columns(table) if c not in NOT_KEYS]
-    if len(keys) != len(fact.parts):
-        raise BrokenChain(f"{fact} does not fit the key columns ({', '.join(keys)}) of {table}")
-    return tables.rows(table, **dict(zip(keys, fact.parts)))
+    if len(keys) != len(parts):
+        raise BrokenChain(f"{show_name(parts)} does not fit the key columns ({', '.join(keys)}) of {table}")
+    return tables.rows(table, **dict(zip(keys, parts)))
 
 
 SHOWN = 20  # neighbours listed per role; the rest are counted
 
 
-def _object_surroundings(tables: RunTables, key: dict) -> list[Neighbour]:
+def _object_surroundings(tables: RunTables, key: dict, index_rows: list[dict]) -> list[Neighbour]:
     found = [_dirty("schema", tables, "dirty_schemas", (key["database"], key["schema"]))]
     for row in tables.rows(facts_table("StmtUsesCluster"), **key):
         found.append(_dirty("cluster", tables, "dirty_clusters", (row["cluster"],)))
-    for row in tables.rows(facts_table("IndexUsesCluster"), **key):
+    for row in index_rows:
         found.append(_dirty("index", tables, "dirty_clusters", (row["cluster"],),
                             note=f"index {show_name((row['index_name'],))} on cluster {show_name((row['cluster'],))}"))
     dependencies = sorted(tuple(r[c] for c in ("dep_database", "dep_schema", "dep_name"))
@@ -190,9 +194,9 @@ def _object_surroundings(tables: RunTables, key: dict) -> list[Neighbour]:
 
 
 def _cluster_surroundings(tables: RunTables, cluster: str) -> list[Neighbour]:
-    users = [(tuple(r[k] for k in ("database", "schema", "name")), None)
+    users = [(tuple(r[k] for k in KEY), None)
              for r in tables.rows(facts_table("StmtUsesCluster"), cluster=cluster)]
-    users += [(tuple(r[k] for k in ("database", "schema", "name")), r["index_name"])
+    users += [(tuple(r[k] for k in KEY), r["index_name"])
               for r in tables.rows(facts_table("IndexUsesCluster"), cluster=cluster)]
     users.sort(key=lambda u: (u[0], u[1] or ""))
     changed = _keyed(tables.rows(facts_table("ChangedStmt"), name=sorted({u[0][2] for u in users})))
@@ -211,7 +215,7 @@ def _cluster_surroundings(tables: RunTables, cluster: str) -> list[Neighbour]:
 
 
 def _schema_surroundings(tables: RunTables, database: str, schema: str) -> list[Neighbour]:
-    members = sorted(tuple(r[k] for k in ("database", "schema", "name"))
+    members = sorted(tuple(r[k] for k in KEY)
                      for r in tables.rows(facts_table("ObjectInSchema"), database=database, schema=schema))
     dirty = _keyed(tables.rows("dirty_stmts", database=database, schema=schema))
     listed = sorted(members, key=lambda m: (m not in dirty, m))[:SHOWN]  # dirty ones first
@@ -223,8 +227,7 @@ def _schema_surroundings(tables: RunTables, database: str, schema: str) -> list[
 
 
 def _dirty(role: str, tables: RunTables, table: str, parts: tuple[str, ...], note: str | None = None) -> Neighbour:
-    keys = [c for c in tables.columns(table) if c not in NOT_KEYS]
-    rows = tables.rows(table, **dict(zip(keys, parts)))
+    rows = _lookup(tables, table, parts)
     return _neighbour(role, parts, rows[0] if rows else None, note)
 
 
@@ -235,7 +238,7 @@ def _neighbour(role: str, parts: tuple[str, ...], row: dict | None, note: str | 
 
 
 def _keyed(rows: list[dict]) -> dict[tuple[str, ...], dict]:
-    return {(r["database"], r["schema"], r["name"]): r for r in rows}
+    return {tuple(r[k] for k in KEY): r for r in rows}
 
 
 def _plan_rows(tables: RunTables, **where) -> list[dict]:

@@ -48,7 +48,7 @@ def relation_rows(checked: CheckedProgram, outputs: dict[str, str], facts: dict[
     for entry in rounds:
         for name, count in entry.new.items():
             derived[name] += count
-    rows = [(name, "base", facts_table(name), facts.get(name)) for name in checked.base if name in BY_NAME]
+    rows = [(name, "base", facts_table(name), facts.get(name)) for name in checked.base]
     rows += [(name, "derived", outputs.get(name), count) for name, count in derived.items()]
     return rows
 

@@ -16,11 +16,11 @@ from ..errors import InputError
 from ..fact_text import show_name
 from ..run_log import facts_table
 from ..run_tables import RunTables
+from ..snapshot import KEY
 from .chart import Chart, rounds_chart
 from .picture import NOT_IN_PLAN, NodeSpec, Picture, lay_out, reason_colours
 
 DEFAULTS = {"max_graph_nodes": 150, "max_rows": 2000}
-KEY = ["database", "schema", "name"]
 _RANK = 1_000_000  # phase_order * _RANK + step orders the plan's steps
 
 
@@ -76,9 +76,10 @@ def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
     first_rounds = objects.group_by("rule").aggregate([("round", "min")]).rename_columns(["rule", "round"])
     data.colours = reason_colours(_reasons([first_rounds.to_pylist(), data.schemas, data.clusters]))
     data.objects = objects.slice(0, settings["max_rows"]).to_pylist()
-    data.plan_steps, data.plan_total = _plan_steps(tables)
+    steps = tables.read("ddl_plan", columns=[*KEY, "object_type", "phase", "phase_order", "step", "destructive"])
+    data.plan_steps, data.plan_total = _plan_steps(steps), steps.num_rows
     data.plan = _rows(tables, "ddl_plan", "seq", condition=pc.field("seq") <= settings["max_rows"])
-    data.picture = _picture(tables, objects, data.schemas, data.colours, settings["max_graph_nodes"])
+    data.picture = _picture(tables, objects, steps, data.schemas, data.colours, settings["max_graph_nodes"])
     data.schemas_total, data.clusters_total = len(data.schemas), len(data.clusters)
     data.schemas, data.clusters = data.schemas[:settings["max_rows"]], data.clusters[:settings["max_rows"]]
     return data
@@ -100,23 +101,22 @@ def _reasons(groups: list[list[dict]]) -> list[str]:
     return sorted(first, key=lambda label: (first[label], label))
 
 
-def _plan_steps(tables: RunTables) -> tuple[list[dict], int]:
-    plan = tables.read("ddl_plan", columns=["phase", "phase_order", "step", "destructive"])
+def _plan_steps(plan: pa.Table) -> list[dict]:
+    """Operations (and destructive ones) per phase and step, in order."""
     plan = plan.append_column("dangerous", pc.cast(plan["destructive"], pa.int64()))
     steps = (plan.group_by(["phase_order", "phase", "step"])
              .aggregate([([], "count_all"), ("dangerous", "sum")])
              .sort_by([("phase_order", "ascending"), ("step", "ascending")]))
     return [{"phase": r["phase"], "step": r["step"], "operations": r["count_all"], "destructive": r["dangerous_sum"]}
-            for r in steps.to_pylist()], plan.num_rows
+            for r in steps.to_pylist()]
 
 
-def _layers(tables: RunTables, names: list[str] | None) -> tuple[pa.Table, dict[tuple[int, int], str]]:
+def _layers(steps: pa.Table) -> tuple[pa.Table, dict[tuple[int, int], str]]:
     """Per object its first plan step as a rank; and the heading of each step."""
-    where = {"object_type": "object"} | ({"name": names} if names is not None else {})
-    plan = tables.read("ddl_plan", columns=[*KEY, "phase", "phase_order", "step"], **where)
+    plan = steps.filter(pc.field("object_type") == "object")
     ranks = pc.add(pc.multiply(pc.cast(plan["phase_order"], pa.int64()), _RANK), pc.cast(plan["step"], pa.int64()))
     plan = plan.append_column("rank", ranks)
-    first = plan.group_by(KEY).aggregate([("rank", "min")]).rename_columns([*KEY, "rank"])
+    first = plan.group_by(list(KEY)).aggregate([("rank", "min")]).rename_columns([*KEY, "rank"])
     headings = {}
     for row in plan.group_by(["phase_order", "phase", "step"]).aggregate([]).to_pylist():
         headings[(row["phase_order"], row["step"])] = f"{row['phase']} \u00b7 step {row['step']}"
@@ -127,18 +127,18 @@ def _layer(rank: int | None) -> tuple[int, int]:
     return NOT_IN_PLAN if rank is None else (rank // _RANK, rank % _RANK)
 
 
-def _picture(tables: RunTables, objects: pa.Table, schemas: list[dict], colours: dict[str, str],
+def _picture(tables: RunTables, objects: pa.Table, steps: pa.Table, schemas: list[dict], colours: dict[str, str],
              limit: int) -> Picture | None:
     if objects.num_rows == 0:
         return None
     if objects.num_rows <= limit:
-        return _object_picture(tables, objects, colours)
-    return _schema_picture(tables, objects, schemas, colours, limit)
+        return _object_picture(tables, objects, steps, colours)
+    return _schema_picture(tables, objects, steps, schemas, colours, limit)
 
 
-def _object_picture(tables: RunTables, objects: pa.Table, colours: dict[str, str]) -> Picture:
+def _object_picture(tables: RunTables, objects: pa.Table, steps: pa.Table, colours: dict[str, str]) -> Picture:
     names = sorted(set(objects["name"].to_pylist()))
-    first, headings = _layers(tables, names)
+    first, headings = _layers(steps)
     ranks = {(r["database"], r["schema"], r["name"]): r["rank"] for r in first.to_pylist()}
     specs = []
     for row in objects.to_pylist():
@@ -161,10 +161,10 @@ def _object_picture(tables: RunTables, objects: pa.Table, colours: dict[str, str
     return lay_out("objects", specs, edges, colours)
 
 
-def _schema_picture(tables: RunTables, objects: pa.Table, schemas: list[dict], colours: dict[str, str],
-                    limit: int) -> Picture:
-    first, headings = _layers(tables, None)
-    placed = objects.select([*KEY, "change"]).join(first, KEY, join_type="left outer")
+def _schema_picture(tables: RunTables, objects: pa.Table, steps: pa.Table, schemas: list[dict],
+                    colours: dict[str, str], limit: int) -> Picture:
+    first, headings = _layers(steps)
+    placed = objects.select([*KEY, "change"]).join(first, list(KEY), join_type="left outer")
     placed = placed.append_column("changed", pc.cast(pc.is_valid(placed["change"]), pa.int64()))
     per_schema = placed.group_by(["database", "schema"]).aggregate(
         [([], "count_all"), ("changed", "sum"), ("rank", "min")])
@@ -202,9 +202,9 @@ def _count_badge(count: int) -> str | None:
 
 def _schema_edges(tables: RunTables, objects: pa.Table) -> list[tuple[int, str, str, str]]:
     """Dependencies between dirty objects, counted per pair of distinct schemas: (count, from, to, title)."""
-    dirty = objects.select(KEY)
+    dirty = objects.select(list(KEY))
     deps = tables.read(facts_table("DependsOn"), columns=[*KEY, "dep_database", "dep_schema", "dep_name"])
-    deps = deps.join(dirty, KEY, join_type="inner")
+    deps = deps.join(dirty, list(KEY), join_type="inner")
     deps = deps.join(dirty.rename_columns(["dep_database", "dep_schema", "dep_name"]),
                      ["dep_database", "dep_schema", "dep_name"], join_type="inner")
     pairs = deps.group_by(["dep_database", "dep_schema", "database", "schema"]).aggregate([([], "count_all")])
