@@ -1,5 +1,6 @@
 # Everything a fresh machine needs: Python 3.11+, Java 17, and the package registries
-# (PyPI; Debian's packages for the Chromium the report tests open pages in).
+# (PyPI; Debian's packages for the Chromium the report tests open pages in, and the
+# PostgreSQL server the tests apply plans to).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ OUT    ?= out/example
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser run test bench clean
+.PHONY: setup system run test bench clean
 
 setup: $(STAMP)
 
@@ -20,17 +21,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-# Debian's Chromium, for the tests that open the HTML report in a real browser.
-browser:
-	@test -x $(CHROMIUM) || $(SUDO) sh -c 'apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null'
+# Debian's packages the tests use, installed when missing: Chromium (the HTML report in a real
+# browser) and PostgreSQL (plans applied to a real server, which the tests start on a Unix socket
+# in a temporary folder; the package's own cluster is not created).
+PACKAGES := $(if $(wildcard $(CHROMIUM)),,chromium) $(if $(wildcard /usr/lib/postgresql/*/bin/pg_ctl),,postgresql)
+system:
+	@if [ -n "$(strip $(PACKAGES))" ]; then $(SUDO) sh -c 'mkdir -p /etc/postgresql-common/createcluster.d && \
+		echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/dirtiness.conf && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PACKAGES) >/dev/null'; fi
 
 # The main job on the bundled example: Delta tables and report.html under $(OUT).
 run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
 		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
 
-test: setup browser
+test: setup system
 	$(BIN)/python -m pytest
 
 # Synthetic catalogs at 10k, 100k and 1M objects; one JSON line of figures each.

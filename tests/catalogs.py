@@ -103,15 +103,21 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
     return _prefix(next(i for i, s in enumerate(scenarios) if s.name == name))
 
 
-def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None) -> Batch:
-    """Evaluate all scenarios in one Spark run."""
+def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
+                  sql=None) -> Batch:
+    """Evaluate all scenarios in one Spark run; ``sql`` (SqlSettings): read the objects' SQL as the job does."""
     outputs = outputs or OUTPUTS
     old_doc, new_doc, forced_text = batch_documents(scenarios)
     old, new = old_doc["objects"], new_doc["objects"]
     forced = [tuple(f.split(".")) for f in forced_text]
     checked = load_rules(RULES.get(rules, rules), outputs)
-    old_snapshot = snapshot_from_document(spark, {"objects": old})
-    new_snapshot = snapshot_from_document(spark, {"objects": new})
+    old_snapshot = snapshot_from_document(spark, {"objects": old}, "old.yaml")
+    new_snapshot = snapshot_from_document(spark, {"objects": new}, "new.yaml")
+    if sql is not None:
+        from dirtiness.sql.analysis import resolve_statements
+
+        new_snapshot = resolve_statements(new_snapshot, sql, side="new")
+        old_snapshot = resolve_statements(old_snapshot, sql, side="old")
     base, evaluation, tables = compute_dirty(spark, old_snapshot, new_snapshot, forced, checked, outputs, buckets=16)
     tables = {name: frame.localCheckpoint() for name, frame in tables.items()}
     rows = {table: [r.asDict() for r in frame.collect()] for table, frame in tables.items()}

@@ -49,3 +49,13 @@ def release_cached_data():
         session.catalog.clearCache()
         gc.collect()  # drops Python handles, so the JVM may collect the runs' checkpointed RDDs ...
         session.sparkContext._jvm.System.gc()  # ... and Spark's cleaner then frees their blocks
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on a Unix socket in a temporary folder, for the whole test run."""
+    from postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()

@@ -34,7 +34,7 @@ def run_seeds(spark, tmp_path_factory):
     config = load_config()
     out = str(folder / "out")
     params = RunParams(old=str(folder / "old.yaml"), new=str(folder / "new.yaml"), out=out, forced_schemas=forced,
-                       run_id="seeds")
+                       run_id="seeds", allow_destructive=True)  # the changed table's schema is swapped
     run(spark, prepare(params, config), config)
     return out, scenarios
 

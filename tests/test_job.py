@@ -37,8 +37,8 @@ def example_run(spark, tmp_path_factory):
 def test_run_succeeds_and_summarizes(example_run):
     code, _, summary = example_run
     assert code == 0
-    assert summary["counts"] == {"dirty_stmts": 7, "dirty_clusters": 1, "dirty_schemas": 3, "ddl_plan": 18}
-    assert summary["plan"] == {"stage": 10, "swap": 4, "post-swap": 1, "cleanup": 3}
+    assert summary["counts"] == {"dirty_stmts": 7, "dirty_clusters": 1, "dirty_schemas": 3, "ddl_plan": 20}
+    assert summary["plan"] == {"stage": 11, "swap": 4, "post-swap": 1, "cleanup": 4}
     assert summary["strategy"] == "blue-green" and summary["needing_attention"] == []
     assert summary["rounds"] == len(summary["round_log"]) == 5
     assert summary["facts"]["changed_stmt"] == 3

@@ -55,7 +55,22 @@ GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
     ({"objects": [{**obj("d.s.a"), "schema": " "}]}, "field 'schema' is empty"),
     ({"objects": [obj("d.s.a"), obj("d.s.a")]}, "d.s.a: duplicate object"),
     ({"objects": [obj("d.s.a", depends_on=["d.s.ghost"])]},
-     "1 dependenc(ies) on missing objects: d.s.a: depends on d.s.ghost, which is not in the snapshot"),
+     "new.yaml (new project): 1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost, "
+     "which is not in the snapshot"),
+    ({"objects": [obj("d.s.a", sql="CREATE VIEW a AS SELECT * FROM ghost")]},  # inferred from the SQL
+     "1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost"),
+    ({"objects": [obj("d.s.a", sql="CREATE VIEW a AS SELECT FROM WHERE x")]},
+     "1 statements that cannot be used: d.s.a: line 1, column 30: Expected table name but got 'WHERE'"),
+    ({"objects": [obj("d.s.a", sql="CREATE VIEW a AS\nSELECT 1 AS x,\n  'open")]},
+     "d.s.a: line 3, column 7: cannot tokenize near"),
+    ({"objects": [obj("d.s.a", sql="CREATE VIEW b AS SELECT 1")]}, "d.s.a: the statement creates d.s.b, not d.s.a"),
+    ({"objects": [obj("d.s.b"), obj("d.s.c"),
+                  obj("d.s.a", sql="CREATE VIEW a AS SELECT * FROM b", depends_on=["d.s.c"])]},
+     "2 dependencies that do not match the SQL: d.s.a: depends_on lists d.s.c, which its SQL does not read; "
+     "d.s.a: its SQL reads d.s.b, which depends_on does not list"),
+    ({"objects": [obj("d.s.a", kind="materialized-view", cluster="c1",
+                      sql="CREATE MATERIALIZED VIEW a IN CLUSTER c2 AS SELECT 1 AS x")]},
+     "1 clusters that disagree with the statement's IN CLUSTER: d.s.a: cluster is c1 but its SQL says IN CLUSTER c2"),
     ({"objects": [obj("d.s.a", depends_on=["d.ghost"])]}, "d.s.a: dependency 'd.ghost' is not a three-part reference"),
     ({"objects": [obj("d.s.a", depends_on=[["d", "s", "x", "y"]])]}, "is not a three-part reference"),
     ({"items": []}, "new.yaml: not a snapshot: expected a document with an 'objects' list"),
@@ -96,7 +111,8 @@ def write_tables(folder, objects, dependencies=None):
     ([obj("d.s.a", replacement="maybe")], None, "1 objects whose replacement is not true or false: d.s.a"),
     ([obj("d.s.a", kind="tabel"), obj("d.s.b", kind="x")], None, "2 objects of unknown kind: d.s.a: tabel; d.s.b: x"),
     ([obj("d.s.a"), obj("d.s.a")], None, "1 duplicate objects: d.s.a"),
-    ([obj("d.s.a")], [("d", "s", "a", "d", "s", "ghost")], "1 dependencies on objects not in the snapshot"),
+    ([obj("d.s.a")], [("d", "s", "a", "d", "s", "ghost")],
+     "(new project): 1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost"),
     ([{"database": "d", "schema": "s", "name": None, "kind": "view"}], None, "objects with an empty name part"),
 ])
 def test_bad_table_form_exits_2(tmp_path, capsys, objects, dependencies, message):
@@ -118,17 +134,35 @@ def test_table_form_missing_column(tmp_path, capsys):
 
 def test_forced_schema_must_exist_and_external_databases_are_allowed(tmp_path, capsys):
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
-    new = write_yaml(tmp_path / "new.yaml", {"objects": [obj("d.s.a", depends_on=["shared.s.x"])]})
+    source = obj("d.raw.src", kind="source", sql="CREATE SOURCE src FROM WEBHOOK BODY FORMAT TEXT CHECK ('open")
+    mismatch = obj("d.s.b", sql="CREATE VIEW b AS SELECT * FROM a", depends_on=["d.raw.src"])
+    new = write_yaml(tmp_path / "new.yaml", {"objects": [obj("d.s.a", depends_on=["shared.s.x"]), source, mismatch]})
     out = str(tmp_path / "out")
     assert main(["run", "--old", old, "--new", new, "--out", out]) == 2
+    assert "1 statements that cannot be used: d.raw.src: line 1, column 60: cannot tokenize near" in \
+        capsys.readouterr().err
+    sql = {"verbatim_kinds": ["source"], "dependency_mismatch": "warn"}
+    argv = ["run", "--old", old, "--new", new, "--out", out, "--config",
+            write_yaml(tmp_path / "verbatim.yaml", {"sql": sql})]
+    assert main(argv) == 2
     assert "depends on shared.s.x, which is not in the snapshot" in capsys.readouterr().err
-    config = write_yaml(tmp_path / "external.yaml", {"external_databases": ["shared"]})
+    config = write_yaml(tmp_path / "external.yaml", {"external_databases": ["shared"], "sql": sql})
     argv = ["run", "--old", old, "--new", new, "--out", out, "--config", config]
     assert main([*argv, "--forced-schema", "d.nope"]) == 2
     assert "--forced-schema d.nope: no such schema in the new project" in capsys.readouterr().err
     # an empty old project is the first deploy: everything is added
     assert main([*argv, "--run-id", "first"]) == 0
-    assert table_rows(out, "dirty_stmts", "first")[0][:4] == ("d", "s", "a", "view")
+    printed = capsys.readouterr()
+    assert ("2 dependencies that do not match the SQL: d.s.b: depends_on lists d.raw.src, which its SQL does not "
+            "read; d.s.b: its SQL reads d.s.a, which depends_on does not list (warning: the plan orders by both)"
+            in printed.err)
+    assert "statements carried verbatim (not qualified or rewritten): " in printed.out and "d.raw.src (source)" in printed.out
+    assert table_rows(out, "dirty_stmts", "first")[0][:4] == ("d", "raw", "src", "source")
+    columns = pl.read_delta(os.path.join(out, "ddl_plan")).drop("run_id").columns
+    plan = {r["name"]: r for r in (dict(zip(columns, t)) for t in table_rows(out, "ddl_plan", "first"))
+            if r["object_type"] == "object"}
+    assert plan["src"]["statement"] == source["sql"] and plan["src"]["verbatim"] is True
+    assert plan["b"]["step"] > max(plan["a"]["step"], plan["src"]["step"])  # after what depends_on and the SQL say
 
 
 def test_retry_after_a_failure_at_every_stage(spark, tmp_path):

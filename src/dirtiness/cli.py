@@ -9,6 +9,7 @@ import logging
 import sys
 import traceback
 
+from .apply.runner import ApplyError
 from .config import load_config
 from .datalog.syntax import ProgramError
 from .errors import InputError, PolicyError
@@ -35,6 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write one self-contained HTML page about a run")
     report.add_argument("--html", required=True, metavar="FILE", help="the page to write")
     add_read_arguments(report)
+    apply = commands.add_parser("apply", help="execute a succeeded run's plan against a database (Postgres protocol)")
+    apply.add_argument("--dsn", help="libpq connection string or URL (default: $DIRTINESS_DSN; never printed)")
+    apply.add_argument("--parallel", type=int, default=4, metavar="N",
+                       help="operations of one step run on up to N connections (default 4)")
+    apply.add_argument("--dry-run", action="store_true", help="print the statements in order, run nothing")
+    apply.add_argument("--resolve", action="append", default=[], metavar="SEQ=succeeded|retry",
+                       help="settle an operation an earlier apply left in doubt (repeatable)")
+    apply.add_argument("--database", action="append", default=[], metavar="NAME",
+                       help="only the operations on this database (repeatable; PostgreSQL connects to one)")
+    add_read_arguments(apply)
     return parser
 
 
@@ -76,6 +87,8 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
             return _explain(args)
         if args.command == "report":
             return _report(args.out, args.run_id, args.html, load_config(args.config))
+        if args.command == "apply":
+            return _apply(args)
         raise InputError(f"usage: unknown command {args.command}")
     except (InputError, ProgramError) as error:
         _fail(error, debug)
@@ -83,6 +96,9 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     except PolicyError as error:
         _fail(error, debug)
         return EXIT_POLICY
+    except ApplyError as error:
+        _fail(error, debug)
+        return EXIT_FAILURE
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, exit 1
         _fail(error, debug, prefix=f"internal error ({type(error).__name__}): ")
         return EXIT_FAILURE
@@ -181,6 +197,30 @@ def _explain(args) -> int:
         print(json.dumps(explanation.to_json(), indent=2, default=str))
     else:
         print(format_text(explanation))
+    return EXIT_OK
+
+
+def _apply(args) -> int:
+    import os
+
+    from .apply.runner import Settings, apply_plan
+
+    if args.parallel < 1:
+        raise InputError(f"--parallel {args.parallel}: expected 1 or more")
+    resolve = {}
+    for text in args.resolve:
+        seq, _, outcome = text.partition("=")
+        if not seq.strip().isdigit() or outcome not in ("succeeded", "retry"):
+            raise InputError(f"--resolve {text!r}: expected SEQ=succeeded or SEQ=retry")
+        resolve[int(seq)] = outcome
+    settings = Settings(parallel=args.parallel, dry_run=args.dry_run, resolve=resolve, databases=tuple(args.database))
+    dsn = args.dsn or os.environ.get("DIRTINESS_DSN")
+    summary = apply_plan(args.out, args.run_id, dsn, load_config(args.config), settings)
+    if args.dry_run:
+        print(summary["dry_run"])
+    else:
+        print(f"applied run {summary['run_id']}: {summary['ran']} operation(s) run, {summary['already_done']} "
+              f"already done, in {summary['seconds']:.1f} s")
     return EXIT_OK
 
 

@@ -245,8 +245,8 @@ def _plan_rows(tables: RunTables, **where) -> list[dict]:
     if not tables.has("ddl_plan"):
         return []
     rows = tables.rows("ddl_plan", **where)
-    return [{k: r[k] for k in ("phase", "step", "seq", "action", "statement", "destructive")}
-            for r in sorted(rows, key=lambda r: r["seq"])]
+    return [{k: r.get(k) for k in ("phase", "step", "seq", "action", "statement", "destructive", "verbatim", "reason")}
+            for r in sorted(rows, key=lambda r: r["seq"])]  # verbatim and reason: runs since plans met a database
 
 
 def format_text(e: Explanation) -> str:
@@ -277,8 +277,9 @@ def format_text(e: Explanation) -> str:
     if e.plan:
         lines.append("in the plan:")
         for op in e.plan:
-            mark = "  [destructive]" if op["destructive"] else ""
-            lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {op['statement']}{mark}")
+            mark = ("  [destructive]" if op["destructive"] else "") + ("  [verbatim]" if op.get("verbatim") else "")
+            why = f"  (not dirty: {op['reason']})" if op.get("reason") not in (None, "dirty") else ""
+            lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {op['statement']}{mark}{why}")
     elif e.dirty:
         lines.append("in the plan: no operation of its own")
     return "\n".join(lines)

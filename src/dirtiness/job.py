@@ -28,12 +28,13 @@ from .delta_tables import RUN_ID, DeltaStore, choose_backend
 from .errors import InputError, PolicyError
 from .pipeline import base_facts, dirty_tables, intern_facts
 from .plan.blue_green import needing_attention
+from .plan.dialect import Dialect
 from .plan.invariants import check_invariants
 from .plan.operations import PlanInputs, deploy_suffix
-from .plan.planner import STRATEGIES, build_plan, refuse_destructive
-from .plan.statements import Dialect
+from .plan.planner import STRATEGIES, build_plan, check_statements, refuse_destructive
 from .rules import load_rules
 from .snapshot import KEY, load_snapshot
+from .sql.analysis import resolve_statements
 
 log = logging.getLogger("dirtiness")
 
@@ -58,6 +59,7 @@ RUNS = T.StructType([
     T.StructField("rules_fingerprint", T.StringType()),
     T.StructField("config_fingerprint", T.StringType()),
     T.StructField("ddl_operations", T.LongType()),
+    T.StructField("dialect", T.StringType()),
 ])
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 
@@ -86,6 +88,7 @@ class Prepared:
     strategy: str
     allow_destructive: bool
     fingerprints: dict[str, str]
+    dialect: str = "materialize"
 
 
 def prepare(params: RunParams, config: dict) -> Prepared:
@@ -101,7 +104,8 @@ def prepare(params: RunParams, config: dict) -> Prepared:
     strategy = params.strategy or (config.get("plan") or {}).get("strategy", "blue-green")
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    Dialect.from_config(config)  # template errors before any Spark work
+    dialect = Dialect.from_config(config)
+    dialect.sql_settings(config)  # dialect and sql settings checked before any Spark work
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
     fingerprints = {
@@ -112,7 +116,8 @@ def prepare(params: RunParams, config: dict) -> Prepared:
                                                           allow_destructive=params.allow_destructive),
     }
     return Prepared(params=params, run_id=run_id, checked=checked, outputs=outputs, forced=forced,
-                    strategy=strategy, allow_destructive=params.allow_destructive, fingerprints=fingerprints)
+                    strategy=strategy, allow_destructive=params.allow_destructive, fingerprints=fingerprints,
+                    dialect=dialect.name)
 
 
 def _forced_schema(text: str) -> tuple[str, str]:
@@ -163,7 +168,8 @@ def _runs_row(prepared: Prepared, status: str, started_at, finished_at=None, mes
             prepared.checked.path, rounds, counts.get("dirty_stmts"), counts.get("dirty_clusters"),
             counts.get("dirty_schemas"), seconds, message, prepared.strategy,
             ",".join(f"{d}.{s}" for d, s in prepared.forced) or None,
-            *(prepared.fingerprints[k] for k in FINGERPRINTS), counts.get("ddl_plan"))
+            *(prepared.fingerprints[k] for k in FINGERPRINTS), counts.get("ddl_plan"),
+            prepared.dialect)
 
 
 def _record_failure(spark: SparkSession, store: DeltaStore, prepared: Prepared, started_at, error: Exception) -> None:
@@ -184,11 +190,16 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStor
     def write(table: str, frame: DataFrame) -> int:
         clock.enter(f"write:{table}")
         return store.replace_run(table, _tag(frame, run_id), run_id)
+    dialect = Dialect.from_config(config)
+    sql_settings = dialect.sql_settings(config)
     with clock("load"):
         external = list(config.get("external_databases") or [])
-        old, new = load_snapshot(spark, params.old, external), load_snapshot(spark, params.new, external)
-        _check_forced_schemas(spark, new, prepared.forced, params.new)
+        old, new = load_snapshot(spark, params.old), load_snapshot(spark, params.new)
         cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
+        new = resolve_statements(new, sql_settings, external, side="new")
+        old = resolve_statements(old, sql_settings, external, side="old")
+        cached += [old.objects, old.dependencies, new.objects, new.dependencies]
+        _check_forced_schemas(spark, new, prepared.forced, params.new)
     with clock("facts"):
         base = base_facts(spark, old, new, prepared.forced)
         cached += [*base.facts.values(), base.attributes]
@@ -211,12 +222,16 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStor
     with clock("plan"):
         inputs = PlanInputs(
             dirty_stmts=tables["dirty_stmts"], dirty_clusters=tables["dirty_clusters"],
-            dirty_schemas=tables["dirty_schemas"], old=old, new=new, dialect=Dialect.from_config(config),
-            suffix=deploy_suffix(run_id, (config.get("plan") or {}).get("deploy_suffix", "dpl{hash8}")))
+            dirty_schemas=tables["dirty_schemas"], old=old, new=new, dialect=dialect,
+            suffix=deploy_suffix(run_id, (config.get("plan") or {}).get("deploy_suffix", "dpl{hash8}")),
+            verbatim_kinds=sql_settings.verbatim_kinds)
         plan = build_plan(inputs, prepared.strategy).localCheckpoint()
+        check_statements(plan, dialect.max_identifier_length)
         check_invariants(plan, inputs, base.facts["ChangedStmt"], prepared.strategy)
         refuse_destructive(plan, prepared.allow_destructive)
-        attention = _needing_attention(inputs) if prepared.strategy == "blue-green" else []
+        plan = plan.drop("error")
+        attention = _needing_attention(inputs, plan) if prepared.strategy == "blue-green" else []
+        verbatim = _verbatim(plan)
     with clock("write"):
         # From here on the run's tables change: until the final row, readers see it as not succeeded.
         store.replace_run("runs", spark.createDataFrame([_runs_row(prepared, "running", started_at)], RUNS), run_id)
@@ -238,6 +253,7 @@ def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStor
         "plan": {r["phase"]: r["count"]
                  for r in plan.groupBy("phase_order", "phase").count().orderBy("phase_order").collect()},
         "needing_attention": attention,
+        "verbatim": verbatim,
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "fingerprints": prepared.fingerprints,
         "rounds": len(rounds),
@@ -264,10 +280,16 @@ def _check_forced_schemas(spark: SparkSession, new, forced: list[tuple[str, str]
         raise InputError(f"--forced-schema {names}: no such schema in the new project ({path})")
 
 
-def _needing_attention(inputs: PlanInputs, shown: int = 20) -> list[str]:
-    """Dirty objects the blue-green plan leaves alone (tables, sources, ...): the first few, by name."""
-    rows = needing_attention(inputs).orderBy(*KEY).limit(shown).collect()
+def _needing_attention(inputs: PlanInputs, plan: DataFrame, shown: int = 20) -> list[str]:
+    """Dirty objects the blue-green plan leaves alone (a changed table, ...): the first few, by name."""
+    rows = needing_attention(inputs, plan).orderBy(*KEY).limit(shown).collect()
     return [f"{r['database']}.{r['schema']}.{r['name']} ({r['kind']}, {r['change'] or 'dirty'})" for r in rows]
+
+
+def _verbatim(plan: DataFrame, shown: int = 20) -> list[str]:
+    """Operations whose statement is an object's SQL carried as written: the first few, by seq."""
+    rows = plan.where(F.col("verbatim")).orderBy("seq").limit(shown).collect()
+    return [f"{r['seq']} {r['phase']} {r['database']}.{r['schema']}.{r['name']} ({r['kind']})" for r in rows]
 
 
 def _tag(frame: DataFrame, run_id: str) -> DataFrame:
@@ -311,4 +333,6 @@ def format_summary(summary: dict) -> str:
     if summary.get("needing_attention"):
         lines.append("  needing attention (dirty, not redeployed by blue-green): "
                      + ", ".join(summary["needing_attention"]))
+    if summary.get("verbatim"):
+        lines.append("  statements carried verbatim (not qualified or rewritten): " + ", ".join(summary["verbatim"]))
     return "\n".join(lines)

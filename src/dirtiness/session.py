@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -27,6 +28,8 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
         path = os.path.join(PROJECT_ROOT / "conf", spark_conf["log4j_config"])
         options = settings.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
+    # Python workers (the SQL parser runs in them) use this interpreter and its packages, unless told otherwise.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))

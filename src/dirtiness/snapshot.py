@@ -46,25 +46,33 @@ class Snapshot:
         return Snapshot(self.path, self.objects.cache(), self.dependencies.cache(), self.indexes.cache())
 
 
-def load_snapshot(spark: SparkSession, path: str, external_databases=()) -> Snapshot:
+def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
     """The snapshot at ``path``, validated and cached (the diff, the facts and the plan all read it).
 
-    A dependency must name an object of the snapshot, unless its database is
-    one of ``external_databases`` (objects the project reads but does not own).
+    Whether its dependencies name objects it lists is checked later
+    (``sql.analysis.resolve_statements``), once the SQL has had its say.
     """
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
     if os.path.isdir(path):
         snapshot = _load_tables(spark, path).cached()
-        _validate_tables(snapshot, external_databases)
+        _validate_tables(snapshot)
         return snapshot
-    return _load_document(spark, path, external_databases).cached()
+    return _load_document(spark, path).cached()
 
 
-# --- document form -----------------------------------------------------------
+def missing_dependencies(snapshot: Snapshot, external_databases=()) -> DataFrame:
+    """``detail`` of each dependency on an object the snapshot does not list, outside ``external_databases``."""
+    listed = snapshot.objects.select(*(F.col(k).alias(f"dep_{k}") for k in KEY))
+    missing = snapshot.dependencies.join(listed, [f"dep_{k}" for k in KEY], "left_anti")
+    if external_databases:
+        missing = missing.where(~F.col("dep_database").isin(*external_databases))
+    return missing.select(F.concat(F.concat_ws(".", *KEY), F.lit(": depends on "),
+                                   F.concat_ws(".", *(f"dep_{k}" for k in KEY)),
+                                   F.lit(", which is not in the snapshot")).alias("detail"))
 
 
-def _load_document(spark: SparkSession, path: str, external_databases=()) -> Snapshot:
+def _load_document(spark: SparkSession, path: str) -> Snapshot:
     try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -75,12 +83,10 @@ def _load_document(spark: SparkSession, path: str, external_databases=()) -> Sna
         raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read: {error}") from None
-    return snapshot_from_document(spark, document, path, external_databases)
+    return snapshot_from_document(spark, document, path)
 
 
-def snapshot_from_document(spark: SparkSession, document, path: str = "<document>",
-                           external_databases=None) -> Snapshot:
-    """``external_databases=None`` skips the check of dependencies (tests build partial catalogs)."""
+def snapshot_from_document(spark: SparkSession, document, path: str = "<document>") -> Snapshot:
     """A snapshot from a parsed document (``{"objects": [...]}``), validated object by object."""
     if not isinstance(document, dict) or "objects" not in document:
         raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list")
@@ -106,12 +112,6 @@ def snapshot_from_document(spark: SparkSession, document, path: str = "<document
         indexes.extend((*key, *i) for i in idx)
     if problems:
         raise InputError(summarize(problems, f"{path}: {len(problems)} invalid object(s)"))
-    if external_databases is not None:
-        external = set(external_databases)
-        missing = [f"{_show(row[:3])}: depends on {_show(row[3:])}, which is not in the snapshot"
-                   for row in dependencies if row[3:] not in seen and row[3] not in external]
-        if missing:
-            raise InputError(summarize(missing, f"{path}: {len(missing)} dependenc(ies) on missing objects"))
     return Snapshot(
         path=path,
         objects=spark.createDataFrame(objects, OBJECTS),
@@ -242,34 +242,32 @@ def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> D
     return frame.select(*columns)
 
 
-def _validate_tables(snapshot: Snapshot, external_databases) -> None:
+def _validate_tables(snapshot: Snapshot) -> None:
     """Content checks of a table-form snapshot in one Spark job: the first few problems of each kind and a count."""
     objects, key = snapshot.objects, [F.col(k) for k in KEY]
     shown = F.concat_ws(".", *(F.coalesce(F.col(k), F.lit("<null>")) for k in KEY))
     empty = reduce(lambda a, b: a | b, (F.col(k).isNull() | (F.trim(F.col(k)) == "") for k in KEY))
-    dep_key = [F.col(f"dep_{k}") for k in KEY]
-    checks = [
-        objects.where(empty).select(F.lit("objects with an empty name part").alias("problem"), shown.alias("detail")),
-        objects.where(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS)).select(
-            F.lit("objects of unknown kind").alias("problem"),
+    found = first_problems({
+        "objects with an empty name part": objects.where(empty).select(shown.alias("detail")),
+        "objects of unknown kind": objects.where(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS)).select(
             F.concat(shown, F.lit(": "), F.coalesce(F.col("kind"), F.lit("<null>"))).alias("detail")),
-        objects.where(F.col("replacement").isNull()).select(
-            F.lit("objects whose replacement is not true or false").alias("problem"), shown.alias("detail")),
-        objects.groupBy(*key).count().where(F.col("count") > 1).select(
-            F.lit("duplicate objects").alias("problem"), shown.alias("detail")),
-        snapshot.dependencies
-        .join(objects.select(*(F.col(k).alias(f"dep_{k}") for k in KEY)), [f"dep_{k}" for k in KEY], "left_anti")
-        .where(~F.col("dep_database").isin(*external_databases) if external_databases else F.lit(True))
-        .select(F.lit("dependencies on objects not in the snapshot").alias("problem"),
-                F.concat(shown, F.lit(" depends on "), F.concat_ws(".", *dep_key)).alias("detail")),
-    ]
-    problems = reduce(DataFrame.unionByName, checks)
-    ranked = problems.select("problem", "detail",
-                             F.row_number().over(Window.partitionBy("problem").orderBy("detail")).alias("n"),
-                             F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
-    found = ranked.where(F.col("n") <= 5).orderBy("problem", "n").collect()
-    if found:
-        first = found[0]["problem"]
-        details = [r["detail"] for r in found if r["problem"] == first]
-        raise InputError(summarize(details + [""] * (found[0]["total"] - len(details)),
-                                   f"{snapshot.path}: {found[0]['total']} {first}").rstrip("; "))
+        "objects whose replacement is not true or false":
+            objects.where(F.col("replacement").isNull()).select(shown.alias("detail")),
+        "duplicate objects": objects.groupBy(*key).count().where(F.col("count") > 1).select(shown.alias("detail")),
+    })
+    for problem, (details, total) in found.items():
+        raise InputError(summarize(details, f"{snapshot.path}: {total} {problem}", total=total))
+
+
+def first_problems(problems: dict[str, DataFrame], shown: int = 5) -> dict[str, tuple[list[str], int]]:
+    """For each kind of problem found (a frame of ``detail`` rows), its first details and its count,
+    in the order given, all in one Spark job."""
+    tagged = [frame.select(F.lit(name).alias("problem"), "detail") for name, frame in problems.items()]
+    ranked = reduce(DataFrame.unionByName, tagged).select(
+        "problem", "detail", F.row_number().over(Window.partitionBy("problem").orderBy("detail")).alias("n"),
+        F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
+    found: dict[str, tuple[list, int]] = {name: ([], 0) for name in problems}
+    for row in ranked.where(F.col("n") <= shown).collect():
+        details, _ = found[row["problem"]]
+        found[row["problem"]] = (details + [(row["n"], row["detail"])], row["total"])
+    return {name: ([d for _, d in sorted(details)], total) for name, (details, total) in found.items() if total}

@@ -2,7 +2,9 @@
 
 A plan row is one operation: ``phase, phase_order, step, action,
 object_type, database, schema, name, kind, target_schema, statement,
-destructive``; ``seq`` is added when the strategies' rows are put in order.
+destructive, verbatim, reason``; ``seq`` is added when the strategies' rows
+are put in order. While planning, a row also carries ``error`` (a statement
+that could not be written), checked before anything is published.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..snapshot import Snapshot
-from .statements import Dialect
+from .dialect import Dialect
 
 DEPLOYABLE = ("view", "materialized-view")        # staged and swapped by blue-green
 RECREATABLE = ("view", "materialized-view", "sink")  # dropped and created again when dirty
@@ -35,6 +37,8 @@ PLAN_COLUMNS = T.StructType([
     T.StructField("target_schema", T.StringType()),
     T.StructField("statement", T.StringType()),
     T.StructField("destructive", T.BooleanType()),
+    T.StructField("verbatim", T.BooleanType()),  # the object's SQL as written: the dialect cannot parse it
+    T.StructField("reason", T.StringType()),     # why an object that is not dirty is in the plan
 ])
 
 
@@ -49,6 +53,7 @@ class PlanInputs:
     new: Snapshot
     dialect: Dialect
     suffix: str                # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
+    verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
 
 
 def deploy_suffix(run_id: str, template: str = "dpl{hash8}") -> str:
@@ -62,11 +67,13 @@ def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Col
                step: Column, statement: Column, database: Column | None = None, schema: Column | None = None,
                name: Column | None = None, kind: Column | None = None, target_schema: Column | None = None,
                destructive: Column | None = None) -> DataFrame:
-    """Plan rows from ``frame``: one per row, columns defaulting to the frame's key or null."""
-    def pick(value: Column | None, column: str) -> Column:
+    """Plan rows from ``frame``: one per row, columns defaulting to the frame's columns or null."""
+    def pick(value: Column | None, column: str, default: Column | None = None) -> Column:
         if value is not None:
             return value
-        return F.col(column) if column in frame.columns else F.lit(None).cast("string")
+        if column in frame.columns:
+            return F.col(column)
+        return default if default is not None else F.lit(None).cast("string")
 
     return frame.select(
         F.lit(phase).alias("phase"), F.lit(phase_order).alias("phase_order"), step.cast("int").alias("step"),
@@ -76,4 +83,7 @@ def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Col
         (target_schema if target_schema is not None else F.lit(None).cast("string")).alias("target_schema"),
         statement.alias("statement"),
         (destructive if destructive is not None else F.lit(False)).alias("destructive"),
+        pick(None, "verbatim", F.lit(False)).alias("verbatim"),
+        pick(None, "reason").alias("reason"),
+        pick(None, "error").alias("error"),
     )

@@ -1,4 +1,4 @@
-"""Choosing a strategy and putting its operations in one deterministic order."""
+"""Choosing a strategy, putting its operations in one deterministic order, and the checks before publishing."""
 
 from __future__ import annotations
 
@@ -15,16 +15,33 @@ TYPE_ORDER = ("schema", "cluster", "object", "index")
 
 
 def build_plan(inputs: PlanInputs, strategy: str) -> DataFrame:
-    """The plan rows with ``seq``: phase, step, object type, then names and action."""
+    """The plan rows with ``seq`` (phase, step, object type, then names and action), and ``error``."""
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    plan = STRATEGIES[strategy](inputs).select(*PLAN_COLUMNS.names)
+    plan = STRATEGIES[strategy](inputs).select(*PLAN_COLUMNS.names, "error")
     type_rank = F.create_map(*(x for i, t in enumerate(TYPE_ORDER) for x in (F.lit(t), F.lit(i))))
     order = Window.orderBy("phase_order", "step", F.element_at(type_rank, F.col("object_type")),
                            F.col("database").asc_nulls_first(), F.col("schema").asc_nulls_first(),
-                           F.col("name").asc_nulls_first(), "action")
+                           F.col("name").asc_nulls_first(), "action", F.col("target_schema").asc_nulls_first())
     return plan.withColumn("seq", F.row_number().over(order)).select(
-        *PLAN_COLUMNS.names[:4], "seq", *PLAN_COLUMNS.names[4:])
+        *PLAN_COLUMNS.names[:4], "seq", *PLAN_COLUMNS.names[4:], "error")
+
+
+def check_statements(plan: DataFrame, max_identifier_length: int | None, shown: int = 5) -> None:
+    """Exit 2 when a statement cannot be written: SQL that cannot be rewritten, or a staging name too long
+    for the database (PostgreSQL would truncate it silently)."""
+    errors = plan.where(F.col("error").isNotNull()).select(F.col("error").alias("detail"))
+    if max_identifier_length:
+        longest = F.concat(F.col("target_schema"), F.lit("_swap"))  # the parking name of a swap is the longest
+        errors = errors.unionByName(
+            plan.where((F.col("object_type") == "schema") & (F.col("target_schema") != F.col("schema"))
+                       & (F.octet_length(longest) > max_identifier_length))
+            .select(F.concat(F.concat_ws(".", "database", "schema"), F.lit(": the staging name "), longest,
+                             F.lit(f" is longer than {max_identifier_length} bytes")).alias("detail")))
+    found = [r["detail"] for r in errors.distinct().orderBy("detail").limit(shown + 1).collect()]
+    if found:
+        more = " (and more)" if len(found) > shown else ""
+        raise InputError("the plan cannot write these statements: " + "; ".join(found[:shown]) + more)
 
 
 def refuse_destructive(plan: DataFrame, allowed: bool, shown: int = 5) -> None:

@@ -1,24 +1,32 @@
-"""Generated DDL: quoted identifiers and the statement templates of a dialect.
+"""The plan's statements: quoted identifiers for generated DDL, and each object's own SQL rewritten with sqlglot.
 
 Every identifier is double-quoted with embedded quotes doubled, so a hostile
-name such as ``x"; DROP TABLE t; --`` stays one identifier. Templates come
-from ``conf/job.yaml`` (``plan.dialects``); their placeholders are filled
-with quoted identifiers only.
+name such as ``x"; DROP TABLE t; --`` stays one identifier. Generated DDL
+comes from the dialect's templates; an object's ``CREATE`` is its own SQL,
+parsed and written again by sqlglot (``sql.statement.render_row``) on the
+executors: qualified, under its target schema, reading staged copies where
+they exist and running on the staging cluster when its cluster is staged.
 """
 
 from __future__ import annotations
 
-import re
-
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from ..errors import InputError
+from ..snapshot import KEY
+from ..sql.statement import render_row
+from .dialect import Dialect
 
 KIND_KEYWORDS = {
     "view": "VIEW", "materialized-view": "MATERIALIZED VIEW", "sink": "SINK", "table": "TABLE",
     "source": "SOURCE", "table-from-source": "TABLE", "secret": "SECRET", "connection": "CONNECTION",
 }
+RENDERED = T.StructType([
+    T.StructField("statement", T.StringType()),
+    T.StructField("verbatim", T.BooleanType()),
+    T.StructField("error", T.StringType()),
+])
 
 
 def quote(name: str) -> str:
@@ -35,55 +43,40 @@ def qualified(*parts: Column | str) -> Column:
     return F.concat_ws(".", *(quoted(p) for p in parts))
 
 
+def schema_name(dialect: Dialect, database: Column | str, schema: Column | str) -> Column:
+    """A schema as the dialect names it: ``"db"."schema"`` or just ``"schema"`` (PostgreSQL)."""
+    return qualified(database, schema) if dialect.qualify_schemas else quoted(schema)
+
+
 def kind_keyword(kind: Column | str) -> Column:
     kind = F.col(kind) if isinstance(kind, str) else kind
     mapping = F.create_map(*(x for k, v in KIND_KEYWORDS.items() for x in (F.lit(k), F.lit(v))))
     return F.element_at(mapping, kind)
 
 
-class Dialect:
-    """Statement templates: ``dialect.render("drop_object", kind=..., object=...)`` with Columns."""
+def with_object_statements(objects: DataFrame, moved: DataFrame | None, dialect: Dialect,
+                           verbatim_kinds=()) -> DataFrame:
+    """``objects`` plus ``statement``, ``verbatim`` and ``error``.
 
-    PLACEHOLDERS = {
-        "create_schema": {"schema"}, "create_cluster": {"cluster", "like"}, "swap_schema": {"schema", "staging"},
-        "swap_cluster": {"cluster", "staging"}, "drop_schema": {"schema"}, "drop_cluster": {"cluster"},
-        "drop_object": {"kind", "object"}, "create_index": {"index", "cluster", "object"},
-        "apply_replacement": {"object"}, "repoint_sink": {"sink", "upstream"},
-    }
+    ``objects`` has the key, ``kind``, ``sql``, ``cluster``, ``target``
+    (schema to create it in), ``staged_cluster`` (or null) and
+    ``replacing``; ``moved`` has a reader's key and the ``dep_*`` key and
+    ``dep_target`` schema of each object it reads under another schema.
+    """
+    parser, verbatim_kinds = dialect.parser, tuple(verbatim_kinds)
 
-    def __init__(self, name: str, templates: dict[str, str]):
-        missing = [t for t in self.PLACEHOLDERS if t not in (templates or {})]
-        if missing:
-            raise InputError(f"dialect {name}: missing statement template(s) {', '.join(missing)}")
-        for template, allowed in self.PLACEHOLDERS.items():
-            used = set(re.findall(r"{([^{}]*)}", str(templates[template])))
-            if used - allowed:
-                raise InputError(f"dialect {name}: template {template} uses unknown placeholder(s) "
-                                 f"{', '.join(sorted(used - allowed))} (allowed: {', '.join(sorted(allowed))})")
-        self.name, self.templates = name, templates
+    def render(sql, kind, database, schema, name, target, references, cluster, staged_cluster, replacing):
+        return render_row(sql, kind, (database, schema, name), target, references, cluster, staged_cluster,
+                          bool(replacing), parser, verbatim_kinds)
 
-    @classmethod
-    def from_config(cls, config: dict) -> "Dialect":
-        plan = config.get("plan") or {}
-        name = plan.get("dialect", "materialize")
-        dialects = plan.get("dialects") or {}
-        if name not in dialects:
-            raise InputError(f"plan.dialect {name!r} is not defined under plan.dialects (known: "
-                             f"{', '.join(sorted(dialects)) or 'none'})")
-        return cls(name, dialects[name])
-
-    def render(self, template: str, **values: Column) -> Column:
-        """The template with each ``{placeholder}`` replaced by a Column's value."""
-        text = self.templates[template]
-        parts: list[Column] = []
-        while text:
-            start = text.find("{")
-            if start < 0:
-                parts.append(F.lit(text))
-                break
-            end = text.index("}", start)
-            if start:
-                parts.append(F.lit(text[:start]))
-            parts.append(values[text[start + 1:end]])
-            text = text[end + 1:]
-        return F.concat(*parts)
+    rendered = F.udf(render, RENDERED, useArrow=False)
+    if moved is not None:
+        references = moved.groupBy(*KEY).agg(F.collect_list(F.struct(
+            "dep_database", "dep_schema", "dep_name", "dep_target")).alias("references"))
+        objects = objects.join(references, list(KEY), "left")
+    else:
+        objects = objects.withColumn("references", F.lit(None).cast("array<struct<a:string,b:string,c:string,"
+                                                                     "d:string>>"))
+    return (objects.withColumn("r", rendered("sql", "kind", *KEY, "target", "references", "cluster",
+                                             "staged_cluster", "replacing"))
+            .select(*[c for c in objects.columns if c != "references"], "r.*"))

@@ -1,0 +1,76 @@
+"""``apply_log``: every operation's outcome, as a Delta table beside the run's other tables.
+
+One row per event, appended with delta-rs (no Spark): ``started`` before an
+operation runs (with the database transaction that holds it, where the
+dialect has one), then ``succeeded``, ``failed`` or ``rolled back``. The
+latest row of a ``(run_id, seq)`` is that operation's state; a ``started``
+row with nothing after it is an operation an earlier apply did not see
+finish.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+APPLY_LOG = pa.schema([
+    pa.field("run_id", pa.string()),
+    pa.field("seq", pa.int32()),
+    pa.field("status", pa.string()),      # started | succeeded | failed | rolled back
+    pa.field("started_at", pa.timestamp("us", tz="UTC")),
+    pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+    pa.field("message", pa.string()),
+    pa.field("phase", pa.string()),
+    pa.field("step", pa.int32()),
+    pa.field("attempt", pa.string()),     # the apply invocation that wrote the row
+    pa.field("transaction", pa.string()),  # the database transaction id, where the dialect has transactions
+])
+
+
+@dataclass
+class Event:
+    seq: int
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None = None
+    message: str | None = None
+    phase: str | None = None
+    step: int | None = None
+    transaction: str | None = None
+
+
+class ApplyLog:
+    def __init__(self, out: str, run_id: str, attempt: str) -> None:
+        self.path = os.path.join(out, "apply_log")
+        self.run_id, self.attempt = run_id, attempt
+
+    def states(self) -> dict[int, dict]:
+        """The latest row of each operation of this run that has one."""
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(self.path):
+            return {}
+        table = DeltaTable(self.path).to_pyarrow_dataset().to_table(filter=pc.field("run_id") == self.run_id)
+        latest: dict[int, dict] = {}
+        for row in table.to_pylist():
+            key = (row["finished_at"] or row["started_at"], _RANK[row["status"]])
+            if row["seq"] not in latest or key >= latest[row["seq"]]["_key"]:
+                latest[row["seq"]] = {**row, "_key": key}
+        return latest
+
+    def write(self, events: list[Event]) -> None:
+        """One Delta commit for all of ``events``."""
+        from deltalake import write_deltalake
+
+        if not events:
+            return
+        rows = [{"run_id": self.run_id, "attempt": self.attempt, **e.__dict__} for e in events]
+        write_deltalake(self.path, pa.Table.from_pylist(rows, schema=APPLY_LOG), mode="append")
+
+
+# A later state wins over an earlier one written at the same instant.
+_RANK = {"started": 0, "rolled back": 1, "failed": 1, "succeeded": 2}

@@ -1,0 +1,329 @@
+"""``dirtiness apply``: a succeeded run's plan executed against a database over the Postgres wire protocol.
+
+Phase by phase, step by step. The operations of one step run in parallel on
+up to ``parallel`` connections (the plan says they may); a swap step runs in
+one transaction where the dialect has transactional DDL. Every operation's
+outcome goes to ``apply_log`` before the next step starts, and a failure
+stops the apply after its step, naming the operation and the database's
+message.
+
+Running apply again resumes: operations that succeeded are skipped, and
+none runs twice. Where the dialect has transactional DDL (PostgreSQL), each
+operation runs in a transaction whose id is logged (``started``) before it
+commits, so an apply killed between the commit and the log is settled by
+asking the database what became of that transaction. Elsewhere
+(Materialize) such an operation is in doubt: apply stops and asks the user
+to say what happened (``--resolve SEQ=succeeded|retry``). An advisory lock
+keeps two applies of one run apart where the database has them.
+
+The connection string is never printed or logged: database messages are
+scrubbed of it and of its password.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Callable
+
+from ..errors import InputError
+from ..run_tables import RunTables
+from .log import ApplyLog, Event
+
+log = logging.getLogger("dirtiness")
+
+PLAN_FIELDS = ["seq", "phase", "phase_order", "step", "action", "object_type", "database", "schema", "name",
+               "target_schema", "statement"]
+LOCK_WAIT_SECONDS = 30.0       # an apply killed a moment ago may still hold the lock
+IN_PROGRESS_WAIT_SECONDS = 60.0  # ... and have a statement running in the database
+
+
+class ApplyError(RuntimeError):
+    """An operation failed, or its outcome is unknown (exit 1): one line naming it."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    seq: int
+    phase: str
+    phase_order: int
+    step: int
+    action: str
+    object_type: str
+    database: str | None
+    schema: str | None
+    name: str | None
+    target_schema: str | None
+    statement: str | None
+
+    def describe(self) -> str:
+        if self.object_type == "cluster":
+            what = f"cluster {self.name}"
+        elif self.object_type == "schema" and self.action == "SWAP":
+            what = f"schema {self.database}.{self.schema} with {self.target_schema}"
+        elif self.object_type == "schema":
+            what = f"schema {self.database}.{self.target_schema or self.schema}"
+        else:
+            what = f"{self.object_type} {self.database}.{self.schema}.{self.name}"
+        return f"seq {self.seq} ({self.phase} step {self.step}, {self.action} {what})"
+
+
+@dataclass
+class Settings:
+    parallel: int = 4
+    dry_run: bool = False
+    resolve: dict[int, str] = field(default_factory=dict)  # seq -> succeeded | retry
+    order: Callable[[list[Operation]], list[Operation]] | None = None  # the order within a step (tests shuffle)
+    databases: tuple[str, ...] = ()  # only the operations on these databases (PostgreSQL: one connection each)
+
+
+def load_operations(out: str, run_id: str | None, databases=()) -> tuple[RunTables, list[Operation]]:
+    tables = RunTables.open(out, run_id)
+    where = {"database": list(databases)} if databases else {}
+    rows = tables.read("ddl_plan", columns=PLAN_FIELDS, **where).to_pylist()
+    if databases and not rows:
+        raise InputError(f"run {tables.run_id}: no operation on database(s) {', '.join(databases)}")
+    operations = sorted((Operation(**{k: r.get(k) for k in PLAN_FIELDS}) for r in rows), key=lambda o: o.seq)
+    missing = [o for o in operations if not o.statement]
+    if missing:
+        names = "; ".join(o.describe() for o in missing[:5]) + (" (and more)" if len(missing) > 5 else "")
+        raise InputError(f"run {tables.run_id}: {len(missing)} operation(s) have no statement (their objects have "
+                         f"no sql in the snapshot), nothing applied: {names}")
+    return tables, operations
+
+
+def dry_run(operations: list[Operation], done: set[int]) -> str:
+    lines = []
+    for op in operations:
+        mark = " (already applied)" if op.seq in done else ""
+        lines.append(f"-- {op.describe()}{mark}\n{op.statement.rstrip().rstrip(';')};")
+    return "\n".join(lines)
+
+
+def apply_plan(out: str, run_id: str | None, dsn: str | None, config: dict, settings: Settings) -> dict:
+    """Apply a run's plan; returns a summary. ``ApplyError`` (exit 1) at the first failure."""
+    tables, operations = load_operations(out, run_id, settings.databases)
+    run_id = tables.run_id
+    transactional = _transactional(tables.run, config)
+    journal = ApplyLog(out, run_id, attempt=uuid.uuid4().hex[:12])
+    if settings.dry_run:
+        done = {s for s, row in journal.states().items() if row["status"] == "succeeded"}
+        return {"run_id": run_id, "dry_run": dry_run(operations, done), "operations": len(operations)}
+    if not dsn:
+        raise InputError("apply needs a database: --dsn URL or the DIRTINESS_DSN environment variable")
+    import psycopg
+
+    started, ran = time.perf_counter(), 0
+    try:
+        with _Database(dsn, transactional, settings.parallel) as database:
+            database.lock(run_id)
+            done = _settle(journal, operations, database, settings.resolve)
+            for (_, _, step), group in groupby(operations, key=lambda o: (o.phase_order, o.phase, o.step)):
+                pending = [o for o in group if o.seq not in done]
+                if not pending:
+                    continue
+                if settings.order:
+                    pending = settings.order(pending)
+                clock = time.perf_counter()
+                if pending[0].phase == "swap" and transactional:
+                    database.run_together(pending, journal)
+                else:
+                    for start in range(0, len(pending), settings.parallel):
+                        database.run_parallel(pending[start:start + settings.parallel], journal)
+                ran += len(pending)
+                log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
+                         time.perf_counter() - clock)
+    except psycopg.Error as error:  # the connection itself failed: say so without the connection string
+        raise ApplyError(f"database error: {_scrub(_first_line(error), dsn)}") from None
+    return {"run_id": run_id, "operations": len(operations), "ran": ran, "already_done": len(operations) - ran,
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _transactional(run: dict, config: dict) -> bool:
+    """Whether the run's dialect has transactional DDL (runs before dialects were recorded: Materialize)."""
+    name = run.get("dialect") or "materialize"
+    dialects = (config.get("plan") or {}).get("dialects") or {}
+    if name not in dialects:
+        raise InputError(f"run {run['run_id']} was planned for dialect {name!r}, which the configuration does not "
+                         f"define (plan.dialects)")
+    return bool((dialects[name] or {}).get("transactional_ddl", False))
+
+
+def _settle(journal: ApplyLog, operations: list[Operation], database: "_Database", resolve: dict[int, str]) -> set[int]:
+    """Seqs already done; operations an earlier apply left ``started`` are settled first."""
+    by_seq = {o.seq: o for o in operations}
+    unknown = sorted(set(resolve) - set(by_seq))
+    if unknown:
+        raise InputError(f"--resolve: no operation with seq {', '.join(map(str, unknown))} in this run")
+    done, settled = set(), []
+    now = _now()
+    for seq, state in sorted(journal.states().items()):
+        op = by_seq.get(seq)
+        if op is None:
+            continue
+        if state["status"] == "succeeded":
+            done.add(seq)
+        elif state["status"] == "started":
+            outcome = resolve.get(seq) or database.outcome(state.get("transaction"))
+            if outcome is None:
+                raise ApplyError(f"operation {op.describe()} was started by an earlier apply that did not see it "
+                                 f"finish, and the database cannot say whether it took effect: check, then run apply "
+                                 f"again with --resolve {seq}=succeeded or --resolve {seq}=retry")
+            if outcome == "succeeded":
+                done.add(seq)
+                settled.append(Event(seq, "succeeded", state["started_at"], now, _settled_message(resolve, seq),
+                                     op.phase, op.step, state.get("transaction")))
+            else:
+                settled.append(Event(seq, "rolled back", state["started_at"], now,
+                                     "did not take effect in an earlier apply", op.phase, op.step,
+                                     state.get("transaction")))
+    journal.write(settled)
+    return done
+
+
+def _settled_message(resolve: dict[int, str], seq: int) -> str:
+    return "marked succeeded by --resolve" if seq in resolve else "committed by an earlier apply that was cut off"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _first_line(text: str) -> str:
+    return " ".join(str(text).split("\n")[0].split())
+
+
+class _Database:
+    """Connections to the target database: one to coordinate, up to ``parallel`` to run operations on."""
+
+    def __init__(self, dsn: str, transactional: bool, parallel: int) -> None:
+        import psycopg
+
+        self.psycopg, self.dsn, self.transactional = psycopg, dsn, transactional
+        try:
+            self.control = psycopg.connect(dsn, autocommit=True)
+            self.workers = [psycopg.connect(dsn, autocommit=not transactional) for _ in range(max(1, parallel))]
+        except psycopg.Error as error:
+            raise ApplyError(f"cannot connect to the database: {self.scrub(_first_line(error))}") from None
+        self.pool = ThreadPoolExecutor(max_workers=len(self.workers))
+
+    def __enter__(self) -> "_Database":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True)
+        for connection in [self.control, *self.workers]:
+            connection.close()
+
+    def scrub(self, text: str) -> str:
+        return _scrub(text, self.dsn)
+
+    def lock(self, run_id: str) -> None:
+        """One apply per run at a time (PostgreSQL advisory lock; Materialize has none)."""
+        if not self.transactional:
+            return
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            row = self.control.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"dirtiness apply {run_id}",))
+            if row.fetchone()[0]:
+                return
+            if time.monotonic() > deadline:
+                raise ApplyError(f"another apply of run {run_id} holds its lock on this database")
+            time.sleep(0.2)
+
+    def outcome(self, transaction: str | None) -> str | None:
+        """What became of an earlier apply's transaction: succeeded, retry, or None (cannot tell)."""
+        if not transaction or not self.transactional:
+            return None
+        deadline = time.monotonic() + IN_PROGRESS_WAIT_SECONDS
+        while True:
+            status = self.control.execute("SELECT pg_xact_status(%s::xid8)", (transaction,)).fetchone()[0]
+            if status == "committed":
+                return "succeeded"
+            if status == "aborted":
+                return "retry"
+            if status is None or time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)  # the killed apply's statement is still running; the server aborts it when done
+
+    def run_parallel(self, batch: list[Operation], journal: ApplyLog) -> None:
+        """Each operation on its own connection (and transaction); outcomes logged; the first failure raised."""
+        connections = self.workers[:len(batch)]
+        transactions = [self._begin(c) for c in connections]
+        started_at = _now()
+        journal.write([Event(o.seq, "started", started_at, phase=o.phase, step=o.step, transaction=t)
+                       for o, t in zip(batch, transactions)])
+        results = list(self.pool.map(self._run_one, connections, batch))
+        journal.write([Event(o.seq, "succeeded" if error is None else "failed", started_at, finished_at,
+                             error, o.phase, o.step, t)
+                       for o, t, (error, finished_at) in zip(batch, transactions, results)])
+        failed = [(o, error) for o, (error, _) in zip(batch, results) if error is not None]
+        if failed:
+            op, error = failed[0]
+            raise ApplyError(f"operation {op.describe()} failed: {error}")
+
+    def run_together(self, step: list[Operation], journal: ApplyLog) -> None:
+        """A whole step in one transaction: all of it takes effect, or none."""
+        connection = self.workers[0]
+        transaction = self._begin(connection)
+        started_at = _now()
+        journal.write([Event(o.seq, "started", started_at, phase=o.phase, step=o.step, transaction=transaction)
+                       for o in step])
+        failure = None
+        for op in step:
+            try:
+                connection.execute(op.statement)
+            except self.psycopg.Error as error:
+                failure = (op, self.scrub(_first_line(error)))
+                break
+        if failure is None:
+            try:
+                connection.commit()
+            except self.psycopg.Error as error:
+                failure = (step[-1], self.scrub(_first_line(error)))
+        if failure is not None:
+            connection.rollback()
+            failed, message = failure
+            finished = _now()
+            journal.write([Event(o.seq, "failed" if o is failed else "rolled back", started_at, finished,
+                                 message if o is failed else f"rolled back with seq {failed.seq}", o.phase, o.step,
+                                 transaction) for o in step])
+            raise ApplyError(f"operation {failed.describe()} failed: {message}")
+        finished = _now()
+        journal.write([Event(o.seq, "succeeded", started_at, finished, None, o.phase, o.step, transaction)
+                       for o in step])
+
+    def _begin(self, connection) -> str | None:
+        if not self.transactional:
+            return None
+        return connection.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
+
+    def _run_one(self, connection, op: Operation) -> tuple[str | None, dt.datetime]:
+        try:
+            connection.execute(op.statement)
+            if self.transactional:
+                connection.commit()
+            return None, _now()
+        except self.psycopg.Error as error:
+            if self.transactional:
+                connection.rollback()
+            return self.scrub(_first_line(error)), _now()
+
+
+def _scrub(text: str, dsn: str) -> str:
+    """``text`` without the connection string or its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except Exception:  # noqa: BLE001 - a DSN psycopg cannot read fails at connect; scrubbed whole
+        password = None
+    for secret in (dsn, password):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
