@@ -1,11 +1,14 @@
 """Benchmark: the job on a synthetic catalog, checked against the in-memory evaluator.
 
-    python bench/run.py --objects 100000 [--seed 7] [--changed 0.0002] [--no-reference]
+    python bench/run.py --objects 100000 [--seed 7] [--changed 0.0002] [--no-reference] [--no-floor]
+    python bench/run.py --example
 
-Prints the rounds as they run and, as its last line, one JSON object:
-objects, facts, rounds, reference_rounds, equal, fixpoint_s, total_s,
-reference_s, the stages and per-round seconds, and the read-back figures:
-explain_s (the longest chain), report_s and report_bytes.
+Per stage and per round: wall seconds and the Spark jobs and stages run
+(a table on stderr). Then the floor (``floor.py``: a minimal semi-naive
+reachability loop on the same catalog, same session) and, after Spark
+stops, the read-back figures (explain of the longest chain, the report)
+and the in-memory reference evaluator. The last line on stdout is one JSON
+object with all figures.
 """
 
 from __future__ import annotations
@@ -15,66 +18,120 @@ import json
 import logging
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from floor import reachability_rounds  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from spark_work import RETAINED, SparkWork  # noqa: E402
 from synthetic import generate, write_snapshot  # noqa: E402
 
 from dirtiness.base_facts import BASE_RELATIONS, OBJECT_DOMAIN  # noqa: E402
-from dirtiness.config import load_config  # noqa: E402
+from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.datalog.naive import evaluate_naive  # noqa: E402
-from dirtiness.job import RunParams, prepare, run  # noqa: E402
+from dirtiness.delta_tables import DeltaStore, choose_backend  # noqa: E402
+from dirtiness.job import Hooks, compute, publish  # noqa: E402
 from dirtiness.outputs import column_names  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
+from dirtiness.settings import RunParams, resolve  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--objects", type=int, required=True)
+    parser.add_argument("--objects", type=int, help="a synthetic catalog of this many objects")
+    parser.add_argument("--example", action="store_true", help="the bundled example instead")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--changed", type=float, default=0.0002, help="fraction of statements changed")
     parser.add_argument("--no-reference", action="store_true", help="skip the in-memory evaluator")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor loop")
     parser.add_argument("--config", help="YAML overlaid on conf/job.yaml")
     parser.add_argument("--keep", help="keep the snapshots and outputs in this folder")
     args = parser.parse_args()
+    if bool(args.objects) == args.example:
+        parser.error("give --objects N or --example")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     work = args.keep or tempfile.mkdtemp(prefix="dirtiness-bench-")
     started = time.perf_counter()
-    old, new = generate(args.objects, args.seed, args.changed)
-    old_path = write_snapshot(old, os.path.join(work, "old"))
-    new_path = write_snapshot(new, os.path.join(work, "new"))
+    if args.example:
+        old_path, new_path = (str(PROJECT_ROOT / "examples" / f"{side}.yaml") for side in ("old", "new"))
+        dependencies = None
+    else:
+        old, new = generate(args.objects, args.seed, args.changed)
+        old_path = write_snapshot(old, os.path.join(work, "old"))
+        new_path = write_snapshot(new, os.path.join(work, "new"))
+        dependencies = new["dependencies"].num_rows
     generate_s = time.perf_counter() - started
 
     config = load_config(args.config)
+    config["spark"]["conf"].update(RETAINED)
     out = os.path.join(work, "out")
     shutil.rmtree(out, ignore_errors=True)
-    prepared = prepare(RunParams(old=old_path, new=new_path, out=out, run_id=f"bench-{args.objects}"), config)
+    settings = resolve(RunParams(old=old_path, new=new_path, out=out,
+                                 run_id=f"bench-{args.objects or 'example'}"), config)
+    started = time.perf_counter()
     spark = build_session(config)
-    summary = run(spark, prepared, config)
+    session_s = time.perf_counter() - started
+    work_of = SparkWork(spark)
+    stages: dict[str, dict] = {}
+    rounds: list[dict] = []
+    current = [None]
 
-    result = {
-        "objects": args.objects,
-        "dependencies": new["dependencies"].num_rows,
+    def on_stage(name: str) -> None:
+        if name.startswith("write:"):
+            return
+        if current[0] is not None:
+            stages[current[0]] = work_of.take()
+        current[0] = name
+
+    def on_round(entry) -> None:
+        rounds.append({"round": entry.round, "new": sum(entry.new.values()), "seconds": round(entry.seconds, 3),
+                       **work_of.take()})
+
+    hooks = Hooks(on_stage=on_stage, on_round=on_round)
+    result = compute(settings, spark, hooks)
+    summary = publish(result, DeltaStore(spark, out, choose_backend(spark, settings.delta_backend)), hooks)
+    stages[current[0]] = work_of.take()
+    result.release()
+    fixpoint_jobs = {k: sum(r[k] for r in rounds) + stages["fixpoint"][k] for k in ("jobs", "stages")}
+    report = {
+        "objects": args.objects or "example",
+        "dependencies": dependencies,
         "facts": sum(summary["facts"].values()),
         "rounds": summary["rounds"],
+        "session_s": round(session_s, 2),
         "fixpoint_s": summary["seconds"]["fixpoint"],
         "total_s": summary["seconds"]["total"],
         "dirty": summary["counts"],
-        "stages": summary["seconds"],
-        "round_seconds": [r["seconds"] for r in summary["round_log"]],
+        "stages": {name: {"seconds": summary["seconds"].get(name), **counts} for name, counts in stages.items()},
+        "fixpoint_work": fixpoint_jobs,
+        "round_log": rounds,
+        "round_median_s": round(statistics.median(r["seconds"] for r in rounds), 3) if rounds else None,
         "generate_s": round(generate_s, 2),
     }
+    if not args.no_floor:
+        facts = DeltaStore(spark, out)
+        floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id),
+                                    facts.read("facts/changed_stmt").where(F.col("run_id") == settings.run_id))
+        report["floor_rounds"] = floor
+        report["floor_round_median_s"] = round(statistics.median(r["seconds"] for r in floor), 3)
     spark.stop()
-    result.update(_read_back(out, os.path.join(work, "report.html"), config))
+    report.update(_read_back(out, os.path.join(work, "report.html"), config))
     if not args.no_reference:
-        result.update(_reference(prepared.checked, out, summary["run_id"], config))
-    if not args.keep:
+        report.update(_reference(settings.checked, out, summary["run_id"], config))
+    if not args.keep and not args.example:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(result))
+    for name, figures in report["stages"].items():
+        print(f"stage {name:<11} {figures['seconds'] or 0:7.2f} s  {figures['jobs']:5d} jobs {figures['stages']:5d} "
+              f"stages", file=sys.stderr)
+    for entry in rounds:
+        print(f"round {entry['round']:>3} {entry['seconds']:7.2f} s  {entry['jobs']:5d} jobs {entry['stages']:5d} "
+              f"stages  +{entry['new']}", file=sys.stderr)
+    print(json.dumps(report))
 
 
 def _read_back(out: str, page: str, config: dict) -> dict:

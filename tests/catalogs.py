@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dirtiness.config import PROJECT_ROOT
+from dirtiness.config import PROJECT_ROOT, load_config
 from dirtiness.pipeline import compute_dirty
 from dirtiness.rules import load_rules
 from dirtiness.snapshot import snapshot_from_document
@@ -104,8 +104,9 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
 
 
 def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
-                  sql=None) -> Batch:
-    """Evaluate all scenarios in one Spark run; ``sql`` (SqlSettings): read the objects' SQL as the job does."""
+                  sql=None, local_rows: int | None = None) -> Batch:
+    """Evaluate all scenarios in one Spark run; ``sql`` (SqlSettings): read the objects' SQL as the job does;
+    ``local_rows``: the engine's small-data threshold (default: the configured one)."""
     outputs = outputs or OUTPUTS
     old_doc, new_doc, forced_text = batch_documents(scenarios)
     old, new = old_doc["objects"], new_doc["objects"]
@@ -118,7 +119,10 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
 
         new_snapshot = resolve_statements(new_snapshot, sql, side="new")
         old_snapshot = resolve_statements(old_snapshot, sql, side="old")
-    base, evaluation, tables = compute_dirty(spark, old_snapshot, new_snapshot, forced, checked, outputs, buckets=16)
+    config = load_config()
+    local_rows = config["local_rows"] if local_rows is None else local_rows
+    base, evaluation, tables = compute_dirty(spark, old_snapshot, new_snapshot, forced, checked, outputs, buckets=16,
+                                             broadcast_rows=config["broadcast_rows"], local_rows=local_rows)
     tables = {name: frame.localCheckpoint() for name, frame in tables.items()}
     rows = {table: [r.asDict() for r in frame.collect()] for table, frame in tables.items()}
     outcomes = {}

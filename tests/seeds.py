@@ -4,7 +4,8 @@ import yaml
 
 from catalogs import Scenario, batch_documents, changed, obj
 from dirtiness.config import load_config
-from dirtiness.job import RunParams, prepare, run
+from dirtiness.job import run
+from dirtiness.settings import RunParams, resolve
 from test_scenarios import seed_scenarios
 
 HOSTILE = ("db", "we.ird <b>", 'x"<script>alert(1)</script>')
@@ -35,7 +36,7 @@ def run_seeds(spark, tmp_path_factory):
     out = str(folder / "out")
     params = RunParams(old=str(folder / "old.yaml"), new=str(folder / "new.yaml"), out=out, forced_schemas=forced,
                        run_id="seeds", allow_destructive=True)  # the changed table's schema is swapped
-    run(spark, prepare(params, config), config)
+    run(spark, resolve(params, config))
     return out, scenarios
 
 

@@ -14,7 +14,9 @@ import yaml
 from cli_output import error_lines
 from dirtiness.cli import main
 from dirtiness.config import load_config
-from dirtiness.job import RunParams, prepare, run
+from dirtiness.delta_tables import DeltaStore
+from dirtiness.job import Hooks, compute, publish, run
+from dirtiness.settings import RunParams, resolve
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 TABLES = ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan")
@@ -165,54 +167,61 @@ def test_forced_schema_must_exist_and_external_databases_are_allowed(tmp_path, c
     assert plan["b"]["step"] > max(plan["a"]["step"], plan["src"]["step"])  # after what depends_on and the SQL say
 
 
-def test_retry_after_a_failure_at_every_stage(spark, tmp_path):
-    config = load_config()
+def fail_at(stage, seen):
+    def hook(name):
+        seen.append(name)
+        if name == stage:
+            raise RuntimeError(f"injected failure at {stage}")
+    return hook
+
+
+def test_a_failure_while_computing_writes_only_the_failed_row(spark, tmp_path):
     out = str(tmp_path / "out")
-    params = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id="retry")
-    stages = []
+    settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id="broken"), load_config())
+    seen = []
+    with pytest.raises(RuntimeError, match="injected failure at plan"):
+        run(spark, settings, Hooks(on_stage=fail_at("plan", seen)))
+    assert seen == ["load", "facts", "intern", "fixpoint", "dirty_sets", "plan"]
+    assert sorted(os.listdir(out)) == ["runs"]
+    [row] = pl.read_delta(os.path.join(out, "runs")).to_dicts()
+    assert (row["status"], row["message"]) == ("failed", "injected failure at plan")
 
-    def fail_at(stage):
-        def hook(name):
-            stages.append(name)
-            if name == stage:
-                raise RuntimeError(f"injected failure at {stage}")
-        return hook
 
-    expected = ["load", "facts", "intern", "fixpoint", "dirty_sets", "plan", "write",
-                "write:facts/changed_stmt", "write:dirty_stmts", "write:ddl_plan", "publish", "write:run_stages"]
-    for stage in expected:
-        with pytest.raises(RuntimeError, match=f"injected failure at {stage}"):
-            run(spark, prepare(params, config), config, on_stage=fail_at(stage))
-        assert published(out) == [], stage
-    summary = run(spark, prepare(params, config), config)
-    runs = pl.read_delta(os.path.join(out, "runs")).filter(pl.col("run_id") == "retry").to_dicts()
-    assert [r["status"] for r in runs] == ["succeeded"]
+def test_retry_after_a_failure_at_every_write(spark, tmp_path):
+    """One computed run, published with a failure injected before each write, then published whole."""
+    out = str(tmp_path / "out")
+    settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id="retry"), load_config())
+    result = compute(settings, spark)
+    store = DeltaStore(spark, out)
+    seen = []
+    writes = ["write", "write:facts/changed_stmt", "write:dirty_stmts", "write:ddl_plan", "write:run_rounds",
+              "publish", "write:run_stages"]
+    try:
+        for stage in writes:
+            with pytest.raises(RuntimeError, match=f"injected failure at {stage}"):
+                publish(result, store, Hooks(on_stage=fail_at(stage, seen)))
+            assert published(out) == [], stage
+            [row] = pl.read_delta(os.path.join(out, "runs")).to_dicts()
+            assert (row["status"], row["message"]) == ("failed", f"injected failure at {stage}")
+        summary = publish(result, store)
+    finally:
+        result.release()
+    assert set(writes) <= set(seen)
+    runs = pl.read_delta(os.path.join(out, "runs")).to_dicts()
+    assert [(r["run_id"], r["status"]) for r in runs] == [("retry", "succeeded")]
     for table in TABLES:
         rows = table_rows(out, table, "retry")
         assert len(rows) == len(set(rows)) == summary["counts"][table], table
-    assert set(expected) <= set(stages)
 
 
-def test_same_input_gives_the_same_rows(spark, tmp_path):
-    config = load_config()
-    out = str(tmp_path / "out")
-    for run_id in ("one", "two"):
-        run(spark, prepare(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id=run_id), config), config)
-    for table in (*TABLES, "facts/depends_on"):
-        one, two = table_rows(out, table, "one"), table_rows(out, table, "two")
-        if table == "ddl_plan":  # staging names carry the deploy suffix, derived from the run id
-            one, two = ([tuple(str(v).split("_dpl")[0] for v in r) for r in rows] for rows in (one, two))
-        assert one == two and one, table
-
-
-def test_concurrent_runs_into_one_root(spark, tmp_path):
-    config = load_config()
+def test_concurrent_runs_into_one_root_give_the_same_rows(spark, tmp_path):
+    """Two runs of the same input at once: both published, and identical (deterministic output)."""
     out = str(tmp_path / "out")
     errors = []
 
     def go(run_id):
         try:
-            run(spark, prepare(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id=run_id), config), config)
+            run(spark, resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id=run_id), load_config()))
         except Exception as error:  # noqa: BLE001 - reported by the assertion below
             errors.append(error)
 
@@ -223,7 +232,11 @@ def test_concurrent_runs_into_one_root(spark, tmp_path):
         t.join()
     assert errors == []
     assert sorted(r["run_id"] for r in published(out)) == ["c0", "c1"]
-    assert table_rows(out, "dirty_stmts", "c0") == table_rows(out, "dirty_stmts", "c1")
+    for table in (*TABLES, "facts/depends_on"):
+        one, two = table_rows(out, table, "c0"), table_rows(out, table, "c1")
+        if table == "ddl_plan":  # staging names carry the deploy suffix, derived from the run id
+            one, two = ([tuple(str(v).split("_dpl")[0] for v in r) for r in rows] for rows in (one, two))
+        assert one == two and one, table
     assert len(table_rows(out, "dirty_stmts", "c0")) == 7
 
 

@@ -142,11 +142,12 @@ def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
 
 
 def _run(args, set_master: bool) -> int:
-    from .job import FINGERPRINTS, RunParams, format_summary, latest_succeeded, prepare, run
+    from .job import format_summary, latest_succeeded, run
     from .session import build_session
+    from .settings import FINGERPRINTS, RunParams, resolve
 
     config = load_config(args.config)
-    prepared = prepare(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
+    settings = resolve(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     if args.report:
@@ -154,24 +155,24 @@ def _run(args, set_master: bool) -> int:
 
         report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
     spark = build_session(config, set_master=set_master)
-    latest = latest_succeeded(spark, args.out, config) if args.if_changed else None
-    if latest and all(latest.get(k) == prepared.fingerprints[k] for k in FINGERPRINTS):
-        summary = {"run_id": prepared.run_id, "status": "skipped", "same_as": latest["run_id"],
-                   "fingerprints": prepared.fingerprints}
-        print(f"run {prepared.run_id}: skipped: inputs, rules and configuration are unchanged since "
+    latest = latest_succeeded(spark, settings) if args.if_changed else None
+    if latest and all(latest.get(k) == settings.fingerprints[k] for k in FINGERPRINTS):
+        summary = {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],
+                   "fingerprints": settings.fingerprints}
+        print(f"run {settings.run_id}: skipped: inputs, rules and configuration are unchanged since "
               f"run {latest['run_id']}")
         if args.report:  # the page of the run that still stands
             _report(args.out, latest["run_id"], args.report, config)
     else:
         try:
-            summary = run(spark, prepared, config)
+            summary = run(spark, settings)
         except Exception:
             if args.report:  # a page saying why the run failed, for the CI artifact; never hides the error
-                _report_failure(args.out, prepared.run_id, args.report, config)
+                _report_failure(args.out, settings.run_id, args.report, config)
             raise
         print(format_summary(summary))
         if args.report:
-            _report(args.out, prepared.run_id, args.report, config)
+            _report(args.out, settings.run_id, args.report, config)
     if args.summary_json:
         with open(args.summary_json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=2, sort_keys=True)

@@ -1,7 +1,8 @@
-"""One run of the job: inputs checked, facts and dirty sets computed, Delta tables written.
+"""One run of the job: ``compute`` everything up to the checked plan, then ``publish`` it.
 
-Outputs are tagged with the run id; the row in ``runs`` comes last, so a
-reader that follows ``runs`` only ever sees finished runs.
+Compute first, publish last: nothing is written until the plan has passed
+its checks. Outputs are tagged with the run id; the row in ``runs`` comes
+last, so a reader that follows ``runs`` only ever sees finished runs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import datetime as dt
 import logging
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -19,20 +19,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import fingerprints as fingerprints_of
 from . import run_log
 from .base_facts import BY_NAME
-from .datalog.check import CheckedProgram
 from .datalog.engine import RoundLog, evaluate
 from .delta_tables import RUN_ID, DeltaStore, choose_backend
 from .errors import InputError, PolicyError
 from .pipeline import base_facts, dirty_tables, intern_facts
 from .plan.blue_green import needing_attention
-from .plan.dialect import Dialect
 from .plan.invariants import check_invariants
 from .plan.operations import PlanInputs, deploy_suffix
-from .plan.planner import STRATEGIES, build_plan, check_statements, refuse_destructive
-from .rules import load_rules
+from .plan.planner import build_plan, check_statements, refuse_destructive
+from .settings import FINGERPRINTS, RunParams, RunSettings, resolve  # noqa: F401 - the job's API
 from .snapshot import KEY, load_snapshot
 from .sql.analysis import resolve_statements
 
@@ -61,98 +58,56 @@ RUNS = T.StructType([
     T.StructField("ddl_operations", T.LongType()),
     T.StructField("dialect", T.StringType()),
 ])
-FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
+
+@dataclass
+class Hooks:
+    """Calls into a run as it goes: the CLI logs rounds, tests inject failures, the benchmark counts jobs."""
+
+    on_stage: Callable[[str], None] | None = None       # each stage's name as it starts; "write:<table>" too
+    on_round: Callable[[RoundLog], None] | None = None  # each round of the fixed point as it ends
 
 
 @dataclass
-class RunParams:
-    old: str
-    new: str
-    out: str
-    forced_schemas: list[str] = field(default_factory=list)
-    run_id: str | None = None
-    rules: str | None = None
-    strategy: str | None = None
-    allow_destructive: bool = False
+class RunResult:
+    """Everything a run computed and checked, not yet written: what ``publish`` writes."""
+
+    settings: RunSettings
+    started_at: dt.datetime
+    facts: dict[str, DataFrame]    # base relation -> facts-table rows
+    tables: dict[str, DataFrame]   # output table -> dirty rows
+    plan: DataFrame                # the checked ddl_plan rows
+    phases: dict[str, int]         # operations per plan phase, in phase order
+    rounds: list[RoundLog]
+    seconds: dict[str, float]      # wall seconds per compute stage
+    needing_attention: list[str]
+    verbatim: list[str]
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def release(self) -> None:
+        """A long-lived session (notebook, job cluster) must not keep a run's data."""
+        for frame in self.cached:
+            frame.unpersist()
+        self.cached.clear()
 
 
-@dataclass
-class Prepared:
-    """What can be checked before a SparkSession exists: fast failures for bad usage."""
-
-    params: RunParams
-    run_id: str
-    checked: CheckedProgram
-    outputs: dict[str, str]
-    forced: list[tuple[str, str]]
-    strategy: str
-    allow_destructive: bool
-    fingerprints: dict[str, str]
-    dialect: str = "materialize"
-
-
-def prepare(params: RunParams, config: dict) -> Prepared:
-    for label, path in (("--old", params.old), ("--new", params.new)):
-        if not os.path.exists(path):
-            raise InputError(f"{path}: no such file or folder ({label})")
-    outputs = dict(config.get("outputs") or {})
-    checked = load_rules(params.rules or config["rules"], outputs)
-    forced = [_forced_schema(s) for s in params.forced_schemas]
-    missing = [t for t in ("dirty_stmts", "dirty_clusters", "dirty_schemas") if t not in outputs.values()]
-    if missing:
-        raise InputError(f"configuration: outputs must name the tables {', '.join(missing)} (the plan reads them)")
-    strategy = params.strategy or (config.get("plan") or {}).get("strategy", "blue-green")
-    if strategy not in STRATEGIES:
-        raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    dialect = Dialect.from_config(config)
-    dialect.sql_settings(config)  # dialect and sql settings checked before any Spark work
-    run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
-    settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
-    fingerprints = {
-        "old_fingerprint": fingerprints_of.of_path(params.old),
-        "new_fingerprint": fingerprints_of.of_path(params.new),
-        "rules_fingerprint": fingerprints_of.of_text(checked.program.text),
-        "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
-                                                          allow_destructive=params.allow_destructive),
-    }
-    return Prepared(params=params, run_id=run_id, checked=checked, outputs=outputs, forced=forced,
-                    strategy=strategy, allow_destructive=params.allow_destructive, fingerprints=fingerprints,
-                    dialect=dialect.name)
-
-
-def _forced_schema(text: str) -> tuple[str, str]:
-    parts = text.split(".")
-    if len(parts) != 2 or not all(p.strip() for p in parts):
-        raise InputError(f"--forced-schema {text!r}: expected DATABASE.SCHEMA")
-    return parts[0], parts[1]
-
-
-def run(spark: SparkSession, prepared: Prepared, config: dict,
-        on_stage: Callable[[str], None] | None = None) -> dict:
-    """Compute and write one run; returns the summary (also what ``--summary-json`` writes).
-
-    Everything is computed and checked (plan invariants, the destructive
-    guard) before the first table is written, so a refused or failed run
-    leaves nothing behind; the ``runs`` row comes last. ``on_stage`` is
-    called with each stage's name as it starts (and ``write:<table>`` before
-    each table is written): tests inject failures there.
-    """
-    cached: list[DataFrame] = []
-    store = DeltaStore(spark, prepared.params.out, choose_backend(spark, config.get("delta_backend", "auto")))
+def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) -> dict:
+    """``compute`` then ``publish``; a failure at any point leaves a ``failed`` (or ``refused``) row."""
+    store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
     started_at = dt.datetime.now(dt.timezone.utc)
     try:
-        return _run(spark, prepared, config, store, started_at, cached, _Stages(on_stage))
+        result = compute(settings, spark, hooks, started_at)
     except Exception as error:
-        _record_failure(spark, store, prepared, started_at, error)
+        record_failure(store, settings, started_at, error)
         raise
+    try:
+        return publish(result, store, hooks)
     finally:
-        for frame in cached:  # a long-lived session (notebook, job cluster) must not keep a run's data
-            frame.unpersist()
+        result.release()
 
 
-def latest_succeeded(spark: SparkSession, out: str, config: dict) -> dict | None:
-    """The ``runs`` row of the latest succeeded run under ``out``, if any."""
-    store = DeltaStore(spark, out, choose_backend(spark, config.get("delta_backend", "auto")))
+def latest_succeeded(spark: SparkSession, settings: RunSettings) -> dict | None:
+    """The ``runs`` row of the latest succeeded run under the output root, if any."""
+    store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
     if not store.exists("runs"):
         return None
     rows = (store.read("runs").where(F.col("status") == "succeeded")
@@ -160,113 +115,149 @@ def latest_succeeded(spark: SparkSession, out: str, config: dict) -> dict | None
     return rows[0].asDict() if rows else None
 
 
-def _runs_row(prepared: Prepared, status: str, started_at, finished_at=None, message: str | None = None,
-              rounds: int | None = None, counts: dict | None = None) -> tuple:
-    counts = counts or {}
-    seconds = round((finished_at - started_at).total_seconds(), 3) if finished_at else None
-    return (prepared.run_id, status, started_at, finished_at, prepared.params.old, prepared.params.new,
-            prepared.checked.path, rounds, counts.get("dirty_stmts"), counts.get("dirty_clusters"),
-            counts.get("dirty_schemas"), seconds, message, prepared.strategy,
-            ",".join(f"{d}.{s}" for d, s in prepared.forced) or None,
-            *(prepared.fingerprints[k] for k in FINGERPRINTS), counts.get("ddl_plan"),
-            prepared.dialect)
+def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = None,
+            started_at: dt.datetime | None = None) -> RunResult:
+    """Everything up to the checked plan; nothing is written.
 
-
-def _record_failure(spark: SparkSession, store: DeltaStore, prepared: Prepared, started_at, error: Exception) -> None:
-    """Best effort: a ``failed`` (or ``refused``) row with the one-line reason; never hides the error."""
-    status = "refused" if isinstance(error, PolicyError) else "failed"
-    message = " ".join(str(error).split())[:2000] or type(error).__name__
+    A run that fails or is refused here (bad input, a broken plan, the
+    destructive guard) has computed nothing anybody can see.
+    """
+    hooks = hooks or Hooks()
+    clock = _Stages(hooks.on_stage)
+    result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc), facts={},
+                       tables={}, plan=None, phases={}, rounds=[], seconds=clock.seconds, needing_attention=[],
+                       verbatim=[])
+    cached = result.cached
     try:
-        row = _runs_row(prepared, status, started_at, dt.datetime.now(dt.timezone.utc), message)
-        store.replace_run("runs", spark.createDataFrame([row], RUNS), prepared.run_id)
-    except Exception as secondary:  # noqa: BLE001 - the original error is what the caller must see
-        log.warning("could not record the failed run: %s", secondary)
+        with clock("load"):
+            old, new = load_snapshot(spark, settings.old), load_snapshot(spark, settings.new)
+            cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
+            new = resolve_statements(new, settings.sql, list(settings.external_databases), side="new")
+            old = resolve_statements(old, settings.sql, list(settings.external_databases), side="old")
+            cached += [old.objects, old.dependencies, new.objects, new.dependencies]
+            _check_forced_schemas(spark, new, list(settings.forced), settings.new)
+        with clock("facts"):
+            base = base_facts(spark, old, new, list(settings.forced))
+            cached += [*base.facts.values(), base.attributes]
+        with clock("intern"):
+            interned = intern_facts(base.facts, settings.interning_buckets)
+            cached += [interned.dictionaries.objects, interned.dictionaries.names, *interned.relations.values()]
+
+        def on_round(entry: RoundLog) -> None:
+            result.rounds.append(entry)
+            grown = ", ".join(f"+{n} {rel}" for rel, n in entry.new.items())
+            log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
+            if hooks.on_round:
+                hooks.on_round(entry)
+
+        with clock("fixpoint"):
+            evaluation = evaluate(settings.checked, interned.relations, on_round,
+                                  broadcast_rows=settings.broadcast_rows, local_rows=settings.local_rows)
+        with clock("dirty_sets"):
+            result.tables = {name: frame.localCheckpoint() for name, frame in
+                             dirty_tables(settings.checked, evaluation, interned, base.attributes,
+                                          settings.outputs).items()}
+        with clock("plan"):
+            inputs = PlanInputs(
+                dirty_stmts=result.tables["dirty_stmts"], dirty_clusters=result.tables["dirty_clusters"],
+                dirty_schemas=result.tables["dirty_schemas"], old=old, new=new, dialect=settings.dialect,
+                suffix=deploy_suffix(settings.run_id, settings.deploy_suffix),
+                verbatim_kinds=settings.sql.verbatim_kinds)
+            plan = build_plan(inputs, settings.strategy).localCheckpoint()
+            check_statements(plan, settings.dialect.max_identifier_length)
+            check_invariants(plan, inputs, base.facts["ChangedStmt"], settings.strategy)
+            refuse_destructive(plan, settings.allow_destructive)
+            result.plan = plan.drop("error")
+            result.phases = {r["phase"]: r["count"] for r in
+                             result.plan.groupBy("phase_order", "phase").count().orderBy("phase_order").collect()}
+            if settings.strategy == "blue-green":
+                result.needing_attention = _needing_attention(inputs, result.plan)
+            result.verbatim = _verbatim(result.plan)
+        result.facts = base.facts
+        return result
+    except BaseException:
+        result.release()
+        raise
 
 
-def _run(spark: SparkSession, prepared: Prepared, config: dict, store: DeltaStore, started_at,
-         cached: list[DataFrame], clock: "_Stages") -> dict:
-    params, run_id = prepared.params, prepared.run_id
+def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
+    """Write a computed run's tables, its records and, last, its ``runs`` row; returns the summary.
+
+    Until the final row, readers see the run as not succeeded; a failure
+    here leaves a ``failed`` row, and publishing again (a retry with the
+    same run id) replaces everything the failed attempt wrote.
+    """
+    settings, run_id, spark = result.settings, result.settings.run_id, store.spark
+    clock = _Stages((hooks or Hooks()).on_stage)
 
     def write(table: str, frame: DataFrame) -> int:
         clock.enter(f"write:{table}")
         return store.replace_run(table, _tag(frame, run_id), run_id)
-    dialect = Dialect.from_config(config)
-    sql_settings = dialect.sql_settings(config)
-    with clock("load"):
-        external = list(config.get("external_databases") or [])
-        old, new = load_snapshot(spark, params.old), load_snapshot(spark, params.new)
-        cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
-        new = resolve_statements(new, sql_settings, external, side="new")
-        old = resolve_statements(old, sql_settings, external, side="old")
-        cached += [old.objects, old.dependencies, new.objects, new.dependencies]
-        _check_forced_schemas(spark, new, prepared.forced, params.new)
-    with clock("facts"):
-        base = base_facts(spark, old, new, prepared.forced)
-        cached += [*base.facts.values(), base.attributes]
-    with clock("intern"):
-        interned = intern_facts(base.facts, int(config.get("interning_buckets", 1024)))
-        cached += [interned.dictionaries.objects, interned.dictionaries.names, *interned.relations.values()]
-    rounds: list[RoundLog] = []
 
-    def on_round(entry: RoundLog) -> None:
-        rounds.append(entry)
-        grown = ", ".join(f"+{n} {rel}" for rel, n in entry.new.items())
-        log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
-
-    with clock("fixpoint"):
-        evaluation = evaluate(prepared.checked, interned.relations, on_round,
-                              broadcast_rows=int(config.get("broadcast_rows", 100_000)))
-    with clock("dirty_sets"):
-        tables = {name: frame.localCheckpoint() for name, frame in
-                  dirty_tables(prepared.checked, evaluation, interned, base.attributes, prepared.outputs).items()}
-    with clock("plan"):
-        inputs = PlanInputs(
-            dirty_stmts=tables["dirty_stmts"], dirty_clusters=tables["dirty_clusters"],
-            dirty_schemas=tables["dirty_schemas"], old=old, new=new, dialect=dialect,
-            suffix=deploy_suffix(run_id, (config.get("plan") or {}).get("deploy_suffix", "dpl{hash8}")),
-            verbatim_kinds=sql_settings.verbatim_kinds)
-        plan = build_plan(inputs, prepared.strategy).localCheckpoint()
-        check_statements(plan, dialect.max_identifier_length)
-        check_invariants(plan, inputs, base.facts["ChangedStmt"], prepared.strategy)
-        refuse_destructive(plan, prepared.allow_destructive)
-        plan = plan.drop("error")
-        attention = _needing_attention(inputs, plan) if prepared.strategy == "blue-green" else []
-        verbatim = _verbatim(plan)
-    with clock("write"):
-        # From here on the run's tables change: until the final row, readers see it as not succeeded.
-        store.replace_run("runs", spark.createDataFrame([_runs_row(prepared, "running", started_at)], RUNS), run_id)
-        facts_written = {name: write(f"facts/{BY_NAME[name].table}", frame) for name, frame in base.facts.items()}
-        counts = {table: write(table, frame) for table, frame in tables.items()}
-        counts["ddl_plan"] = write("ddl_plan", plan)
-        write("run_relations", spark.createDataFrame(
-            run_log.relation_rows(prepared.checked, prepared.outputs, facts_written, rounds), run_log.RUN_RELATIONS))
-        write("run_rounds", spark.createDataFrame(run_log.round_rows(rounds), run_log.RUN_ROUNDS))
-    finished_at = dt.datetime.now(dt.timezone.utc)
-    summary = {
+    try:
+        with clock("write"):
+            store.replace_run("runs", spark.createDataFrame([_runs_row(settings, "running", result.started_at)],
+                                                            RUNS), run_id)
+            facts_written = {name: write(f"facts/{BY_NAME[name].table}", frame)
+                             for name, frame in result.facts.items()}
+            counts = {table: write(table, frame) for table, frame in result.tables.items()}
+            counts["ddl_plan"] = write("ddl_plan", result.plan)
+            write("run_relations", spark.createDataFrame(
+                run_log.relation_rows(settings.checked, settings.outputs, facts_written, result.rounds),
+                run_log.RUN_RELATIONS))
+            write("run_rounds", spark.createDataFrame(run_log.round_rows(result.rounds), run_log.RUN_ROUNDS))
+        seconds = {**result.seconds, **clock.seconds}
+        finished_at = dt.datetime.now(dt.timezone.utc)
+        with clock("publish"):
+            write("run_stages", spark.createDataFrame(run_log.stage_rows(seconds), run_log.RUN_STAGES))
+            row = _runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
+                            counts=counts)
+            store.replace_run("runs", spark.createDataFrame([row], RUNS), run_id)
+    except Exception as error:
+        record_failure(store, settings, result.started_at, error)
+        raise
+    seconds["publish"] = clock.seconds["publish"]
+    return {
         "run_id": run_id,
         "status": "succeeded",
-        "out": os.path.abspath(params.out),
-        "rules": prepared.checked.path,
-        "strategy": prepared.strategy,
+        "out": os.path.abspath(settings.out),
+        "rules": settings.checked.path,
+        "strategy": settings.strategy,
         "delta_backend": store.backend,
         "counts": counts,
-        "plan": {r["phase"]: r["count"]
-                 for r in plan.groupBy("phase_order", "phase").count().orderBy("phase_order").collect()},
-        "needing_attention": attention,
-        "verbatim": verbatim,
+        "plan": result.phases,
+        "needing_attention": result.needing_attention,
+        "verbatim": result.verbatim,
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
-        "fingerprints": prepared.fingerprints,
-        "rounds": len(rounds),
+        "fingerprints": settings.fingerprints,
+        "rounds": len(result.rounds),
         "round_log": [{"round": r.round, "stratum": r.stratum, "new": r.new, "seconds": round(r.seconds, 3)}
-                      for r in rounds],
+                      for r in result.rounds],
+        "seconds": {**seconds, "total": round(sum(seconds.values()), 3)},
     }
-    with clock("publish"):
-        write("run_stages", spark.createDataFrame(run_log.stage_rows(clock.seconds), run_log.RUN_STAGES))
-        row = _runs_row(prepared, "succeeded", started_at, finished_at, rounds=len(rounds), counts=counts)
-        store.replace_run("runs", spark.createDataFrame([row], RUNS), run_id)
-    summary["seconds"] = dict(clock.seconds)
-    summary["seconds"]["total"] = round(sum(clock.seconds.values()), 3)
-    return summary
+
+
+def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: Exception) -> None:
+    """Best effort: a ``failed`` (or ``refused``) row with the one-line reason; never hides the error."""
+    status = "refused" if isinstance(error, PolicyError) else "failed"
+    message = " ".join(str(error).split())[:2000] or type(error).__name__
+    try:
+        row = _runs_row(settings, status, started_at, dt.datetime.now(dt.timezone.utc), message)
+        store.replace_run("runs", store.spark.createDataFrame([row], RUNS), settings.run_id)
+    except Exception as secondary:  # noqa: BLE001 - the original error is what the caller must see
+        log.warning("could not record the failed run: %s", secondary)
+
+
+def _runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
+              rounds: int | None = None, counts: dict | None = None) -> tuple:
+    counts = counts or {}
+    seconds = round((finished_at - started_at).total_seconds(), 3) if finished_at else None
+    return (settings.run_id, status, started_at, finished_at, settings.old, settings.new,
+            settings.checked.path, rounds, counts.get("dirty_stmts"), counts.get("dirty_clusters"),
+            counts.get("dirty_schemas"), seconds, message, settings.strategy,
+            ",".join(f"{d}.{s}" for d, s in settings.forced) or None,
+            *(settings.fingerprints[k] for k in FINGERPRINTS), counts.get("ddl_plan"),
+            settings.dialect.name)
 
 
 def _check_forced_schemas(spark: SparkSession, new, forced: list[tuple[str, str]], path: str) -> None:

@@ -59,10 +59,10 @@ def dirty_tables(checked: CheckedProgram, evaluation: Evaluation, interned: Inte
 
 
 def compute_dirty(spark: SparkSession, old: Snapshot, new: Snapshot, forced: list[tuple[str, str]],
-                  checked: CheckedProgram, outputs: dict[str, str], buckets: int = 64,
-                  on_round: Callable[[RoundLog], None] | None = None):
+                  checked: CheckedProgram, outputs: dict[str, str], buckets: int, broadcast_rows: int,
+                  local_rows: int, on_round: Callable[[RoundLog], None] | None = None):
     """All steps in one call: (base facts, evaluation, dirty tables)."""
     base = base_facts(spark, old, new, forced)
     interned = intern_facts(base.facts, buckets)
-    evaluation = evaluate(checked, interned.relations, on_round)
+    evaluation = evaluate(checked, interned.relations, on_round, broadcast_rows, local_rows)
     return base, evaluation, dirty_tables(checked, evaluation, interned, base.attributes, outputs)

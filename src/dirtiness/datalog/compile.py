@@ -39,7 +39,7 @@ def candidates(rule: Rule, rule_index: int, sources: list[DataFrame], cause_at: 
     for i, atom in enumerate(rule.body):
         if atom.negated:
             keys = [names[v] for v in atom.args if not is_wildcard(v)]
-            frame = frame.join(_bind(atom, sources[i], names).select(*keys).distinct(), keys, "left_anti")
+            frame = frame.join(_bind(atom, sources[i], names).select(*keys), keys, "left_anti")  # duplicates harmless
     cause = rule.body[cause_at]
     cause_cols = [F.col(names[v]) for v in cause.args] + [null_long()] * (cause_width - cause.arity)
     return frame.select(

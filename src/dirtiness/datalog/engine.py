@@ -1,11 +1,23 @@
-"""Semi-naive evaluation of a checked program on Spark.
+"""Semi-naive evaluation of a checked program on Spark, in datafrog's shape.
 
-In the manner of datafrog: a base ``Relation`` never changes; a ``Variable``
-grows round by round, keeping its ``stable`` tuples and the ``recent`` ones
-derived in the last round; ``evaluate`` loops per stratum while any variable
-changed. Each round joins only recent tuples against full relations, removes
-what is already known, cuts the lineage and counts the new tuples of every
-relation in one Spark job.
+- A ``Relation`` is a base relation: fixed tuples and their exact count.
+- A ``Variable`` is a derived relation growing round by round. It owns its
+  whole lifecycle: the ``recent`` tuples of the last round, the ``stable``
+  batches of earlier rounds (merged so that their number stays logarithmic:
+  the newest batch absorbs the last stable one while that one is at most
+  twice as large), subtracting what is known from new candidates, and the
+  provenance of each tuple (rule, cause, round), kept beside the tuples and
+  joined to them only once, at the end.
+- ``evaluate`` loops per stratum while any variable changed. Each round
+  joins only recent tuples against full relations, picks one derivation per
+  new tuple and materializes the round's new tuples of every relation at once.
+
+Materialized tuples are either checkpointed blocks (one Spark action a round:
+filled by the count that decides whether to go on) or, when a round derives
+at most ``local_rows`` tuples, rows collected to the driver and read back as
+a local relation (as Spark's own recursive CTE does): joining a local
+relation needs no shuffle and no job to broadcast it, so a small catalog
+pays for few Spark jobs a round.
 """
 
 from __future__ import annotations
@@ -16,8 +28,10 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Callable
 
-from pyspark.sql import DataFrame
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .check import CheckedProgram
 from .compile import candidates, null_long, tuple_columns
@@ -26,33 +40,80 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class Batch:
+    """Tuples of one relation (columns ``c0..``), materialized: local rows or checkpointed blocks."""
+
+    frame: DataFrame
+    count: int
+    rows: list[tuple] | None = None  # the tuples themselves when local
+
+    @property
+    def local(self) -> bool:
+        return self.rows is not None
+
+
+def local_batch(spark: SparkSession, rows: list[tuple], arity: int) -> Batch:
+    schema = T.StructType([T.StructField(f"c{i}", T.LongType()) for i in range(arity)])
+    return Batch(local_frame(spark, rows, schema), len(rows), rows)
+
+
+def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
+    """Rows on the driver as a local relation: from Arrow, Spark plans it as a local table with its
+    exact size (from Python objects it would be an RDD of unknown size, joined by shuffling)."""
+    types = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.StringType(): pa.string()}
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    table = pa.table({f.name: pa.array(list(c), types[f.dataType]) for f, c in zip(schema.fields, columns)})
+    return spark.createDataFrame(table, schema)
+
+
+@dataclass
+class Relation:
+    """A base relation: its tuples never change."""
+
+    batch: Batch
+
+
+@dataclass
 class Variable:
-    """A derived relation: stable tuples plus the recent delta, with provenance."""
+    """A derived relation: stable batches, the recent batch, and the provenance of every tuple."""
 
     name: str
     arity: int
-    stable: list[DataFrame] = field(default_factory=list)
-    recent: DataFrame | None = None
-    recent_count: int = 0
-    count: int = 0  # all tuples, stable and recent
+    stable: list[Batch] = field(default_factory=list)
+    recent: Batch | None = None
+    provenance: list[DataFrame] = field(default_factory=list)  # per round: tuples + rule, cause_rel, k*, round
+    count: int = 0
 
-    def advance(self, delta: DataFrame, count: int) -> None:
-        if self.recent is not None and self.recent_count:
-            self.stable.append(self.recent)
-        self.recent, self.recent_count = (delta, count) if count else (None, 0)
-        self.count += count
-
-    def parts(self) -> list[DataFrame]:
+    def batches(self) -> list[Batch]:
         return self.stable + ([self.recent] if self.recent is not None else [])
 
-    def full(self) -> DataFrame | None:
-        """Every tuple so far, with ``rule``, ``cause_rel``, ``k*`` and ``round``."""
-        parts = self.parts()
-        return reduce(DataFrame.unionByName, parts) if parts else None
+    def advance(self, new: Batch | None, provenance: DataFrame | None) -> None:
+        """The round is over: recent tuples become stable, the new ones recent."""
+        if self.recent is not None:
+            batch = self.recent
+            while self.stable and self.stable[-1].count <= 2 * batch.count:
+                batch = _merge(self.stable.pop(), batch)
+            self.stable.append(batch)
+        self.recent = new if new is not None and new.count else None
+        if self.recent is not None:
+            self.count += self.recent.count
+            self.provenance.append(provenance)
 
-    def tuples(self) -> DataFrame | None:
-        full = self.full()
-        return full.select(*tuple_columns(self.arity)) if full is not None else None
+    def with_provenance(self, spark: SparkSession, width: int) -> DataFrame:
+        """All tuples with ``rule``, ``cause_rel``, ``k*`` and ``round``: the parts joined once, at the end."""
+        if self.provenance:
+            return reduce(DataFrame.unionByName, self.provenance)
+        schema = ", ".join([*(f"c{i} long" for i in range(self.arity)), "rule int", "cause_rel string",
+                            *(f"k{i} long" for i in range(width)), "round int"])
+        return spark.createDataFrame([], schema)
+
+
+def _merge(older: Batch, newer: Batch) -> Batch:
+    if older.local and newer.local:
+        spark = older.frame.sparkSession
+        return local_batch(spark, older.rows + newer.rows, len(older.frame.columns))
+    merged = older.frame.unionByName(newer.frame).localCheckpoint()  # one job: reads both, writes one batch
+    return Batch(merged, older.count + newer.count)
 
 
 @dataclass
@@ -67,128 +128,210 @@ class RoundLog:
 class Evaluation:
     relations: dict[str, DataFrame]  # derived relation -> all its tuples with provenance
     rounds: list[RoundLog]
+    batches: dict[str, list[int]] = field(default_factory=dict)  # derived relation -> sizes of its batches
 
 
-def evaluate(checked: CheckedProgram, base: dict[str, DataFrame],
-             on_round: Callable[[RoundLog], None] | None = None, broadcast_rows: int = 100_000) -> Evaluation:
+class Iteration:
+    """One evaluation: the relations, the variables, and the rounds run so far."""
+
+    def __init__(self, checked: CheckedProgram, base: dict[str, DataFrame], broadcast_rows: int,
+                 local_rows: int) -> None:
+        self.checked = checked
+        self.spark = next(iter(base.values())).sparkSession
+        self.broadcast_rows, self.local_rows = broadcast_rows, local_rows
+        self.width = checked.max_arity
+        self.derived_width = max(len(d) for d in checked.derived.values())
+        self.relations = _materialize_base(self.spark, base, local_rows)
+        self.variables = {name: Variable(name, len(d)) for name, d in checked.derived.items()}
+        self.rounds: list[RoundLog] = []
+
+    def sized(self, batch: Batch, joined: bool) -> DataFrame:
+        """A batch's frame, hinted for broadcast when small and joined with something."""
+        if joined and not batch.local and batch.count <= self.broadcast_rows:
+            return F.broadcast(batch.frame)
+        return batch.frame
+
+    def full(self, relation: str, joined: bool) -> DataFrame:
+        if relation in self.relations:
+            return self.sized(self.relations[relation].batch, joined)
+        variable = self.variables[relation]
+        batches = variable.batches()
+        if not batches:
+            schema = ", ".join(f"c{i} long" for i in range(len(self.checked.domains(relation))))
+            return self.spark.createDataFrame([], schema)
+        return reduce(DataFrame.unionByName, [self.sized(b, joined) for b in batches])
+
+    def derivations(self, stratum: tuple[str, ...], first: bool) -> dict[str, list[DataFrame]]:
+        """Candidate head tuples with provenance, per relation: what the stratum's rules derive this round."""
+        found: dict[str, list[DataFrame]] = {}
+        for index, rule in self.checked.rules_of(stratum):
+            joined = len(rule.body) > 1
+            recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
+            if not recursive:
+                if first:
+                    sources = [self.full(a.relation, joined) for a in rule.body]
+                    found.setdefault(rule.head.relation, []).append(
+                        candidates(rule, index, sources, self.checked.cause_index(rule), self.width))
+                continue
+            for at in recursive:
+                recent = self.variables[rule.body[at].relation].recent
+                if first or recent is None:
+                    continue
+                sources = [self.sized(recent, joined) if i == at else self.full(a.relation, True)
+                           for i, a in enumerate(rule.body)]
+                found.setdefault(rule.head.relation, []).append(candidates(rule, index, sources, at, self.width))
+        return found
+
+    def new_tuples(self, found: dict[str, list[DataFrame]], round_no: int) -> DataFrame:
+        """One derivation per tuple not known before (the lowest rule index, then the lowest cause).
+
+        All relations of the round in one aggregation, keyed by relation and
+        padded tuple (padding is constant per relation, so it never joins
+        across relations). What is known is subtracted by a broadcast
+        anti-join when small, else in the same aggregation (one shuffle of
+        candidates and known tuples, not two).
+        """
+        keys = ["relation", *tuple_columns(self.derived_width)]
+        causes = ["rule", "cause_rel", *tuple_columns(self.width, "k")]
+        candidates_ = reduce(DataFrame.unionByName, [self._padded(relation, frame, *causes)
+                                                     for relation, frames in found.items() for frame in frames])
+        known_batches = [(name, b) for name in found for b in self.variables[name].batches()]
+        known_rows = sum(b.count for _, b in known_batches)
+        if known_batches and not all(b.local for _, b in known_batches) and known_rows > self.broadcast_rows:
+            known = reduce(DataFrame.unionByName, [self._padded(name, b.frame) for name, b in known_batches])
+            picked = (candidates_.select(*keys, F.struct(*causes).alias("p"), F.lit(False).alias("known"))
+                      .unionByName(known.select(*keys, F.lit(None).cast(candidates_.select(F.struct(*causes))
+                                                                         .schema[0].dataType).alias("p"),
+                                                F.lit(True).alias("known")))
+                      .groupBy(*keys).agg(F.min("p").alias("p"), F.max("known").alias("known"))
+                      .where(~F.col("known")).select(*keys, "p.*"))
+        else:
+            picked = candidates_.groupBy(*keys).agg(F.min(F.struct(*causes)).alias("p")).select(*keys, "p.*")
+            if known_batches:
+                known = reduce(DataFrame.unionByName, [self._padded(name, b.frame) for name, b in known_batches])
+                known = F.broadcast(known.select(*(F.col(k).alias(f"known_{k}") for k in keys)))
+                picked = picked.join(known, [F.col(k).eqNullSafe(F.col(f"known_{k}")) for k in keys], "left_anti")
+        return picked.select(*keys, *causes, F.lit(round_no).alias("round"))
+
+    def _padded(self, relation: str, frame: DataFrame, *extra: str) -> DataFrame:
+        arity = self.variables[relation].arity
+        return frame.select(F.lit(relation).alias("relation"),
+                            *(F.col(f"c{i}") if i < arity else null_long().alias(f"c{i}")
+                              for i in range(self.derived_width)), *extra)
+
+    def materialize(self, delta: DataFrame, stratum: tuple[str, ...]) -> dict[str, int]:
+        """The round's new tuples, split per variable and handed to it; returns the counts."""
+        rows = self._collect_if_small(delta)
+        if rows is None:
+            delta = delta.localCheckpoint(eager=False)  # filled by the count below: one action a round
+            counts = {row["relation"]: row["count"] for row in delta.groupBy("relation").count().collect()}
+            if sum(counts.values()) <= self.local_rows:  # few after all: the next rounds join them locally
+                rows = delta.collect()
+            else:
+                return self._hand_over_blocks(delta, stratum, counts)
+        return self._hand_over_rows(rows, delta.columns, stratum)
+
+    def _collect_if_small(self, delta: DataFrame) -> list | None:
+        """The round's rows on the driver, when the last round's new tuples were all local.
+
+        Such a round is likely to derive few again (and if it derives more,
+        they are on the driver already: they stay local). A stratum's first
+        round reads no recent tuples: it collects only when the base
+        relations are local.
+        """
+        if not self.local_rows:
+            return None
+        recent = [v.recent for v in self.variables.values() if v.recent is not None]
+        if not recent and not all(r.batch.local for r in self.relations.values()):
+            return None
+        if not all(b.local for b in recent):
+            return None
+        return delta.collect()
+
+    def _hand_over_rows(self, rows: list, columns: list[str], stratum: tuple[str, ...]) -> dict[str, int]:
+        at = {c: i for i, c in enumerate(columns)}
+        provenance_columns = self._provenance_columns()
+        counts = {}
+        for name in stratum:
+            variable = self.variables[name]
+            mine = [r for r in rows if r[0] == name]
+            counts[name] = len(mine)
+            if not mine:
+                variable.advance(None, None)
+                continue
+            tuples = [tuple(r[at[f"c{i}"]] for i in range(variable.arity)) for r in mine]
+            provenance = local_frame(self.spark, [t + tuple(r[at[c]] for c in provenance_columns)
+                                                  for t, r in zip(tuples, mine)], self._provenance_schema(variable.arity))
+            variable.advance(local_batch(self.spark, tuples, variable.arity), provenance)
+        return counts
+
+    def _hand_over_blocks(self, delta: DataFrame, stratum: tuple[str, ...], counts: dict[str, int]) -> dict[str, int]:
+        for name in stratum:
+            variable = self.variables[name]
+            part = delta.where(F.col("relation") == name)
+            tuples = tuple_columns(variable.arity)
+            variable.advance(Batch(part.select(*tuples), counts.get(name, 0)),
+                             part.select(*tuples, *self._provenance_columns()))
+        return {name: counts.get(name, 0) for name in stratum}
+
+    def _provenance_columns(self) -> list[str]:
+        return ["rule", "cause_rel", *tuple_columns(self.width, "k"), "round"]
+
+    def _provenance_schema(self, arity: int) -> T.StructType:
+        return T.StructType([*(T.StructField(f"c{i}", T.LongType()) for i in range(arity)),
+                             T.StructField("rule", T.IntegerType()), T.StructField("cause_rel", T.StringType()),
+                             *(T.StructField(f"k{i}", T.LongType()) for i in range(self.width)),
+                             T.StructField("round", T.IntegerType())])
+
+    def run(self, on_round: Callable[[RoundLog], None] | None) -> Evaluation:
+        round_no = 0
+        for stratum_no, stratum in enumerate(self.checked.strata):
+            first = True
+            while True:
+                started = time.perf_counter()
+                found = self.derivations(stratum, first)
+                first = False
+                if not found:  # nothing can fire: the stratum is complete without another round
+                    break
+                round_no += 1
+                delta = self.new_tuples(found, round_no)
+                counts = self.materialize(delta, stratum)
+                entry = RoundLog(round_no, stratum_no, counts, time.perf_counter() - started)
+                self.rounds.append(entry)
+                if on_round:
+                    on_round(entry)
+                if not any(counts.values()):
+                    break
+        return Evaluation(relations={name: v.with_provenance(self.spark, self.width)
+                                     for name, v in self.variables.items()}, rounds=self.rounds,
+                          batches={name: [b.count for b in v.batches()] for name, v in self.variables.items()})
+
+
+def evaluate(checked: CheckedProgram, base: dict[str, DataFrame], on_round: Callable[[RoundLog], None] | None,
+             broadcast_rows: int, local_rows: int) -> Evaluation:
     """Evaluate ``checked`` over interned base relations (columns ``c0..``) to its fixed point.
 
     Join strategy from exact counts: a relation of at most ``broadcast_rows``
     tuples is broadcast (checkpointed data carries no size statistics, so
     Spark alone would shuffle both sides of every join).
     """
-    spark = next(iter(base.values())).sparkSession
-    base_counts = _count_all(base)
-
-    def sized(frame: DataFrame, rows: int) -> DataFrame:
-        return F.broadcast(frame) if rows <= broadcast_rows else frame
-
-    width = checked.max_arity
-    derived_width = max(len(d) for d in checked.derived.values())
-    variables = {name: Variable(name, len(d)) for name, d in checked.derived.items()}
-    logs: list[RoundLog] = []
-    round_no = 0
-
-    def empty(relation: str) -> DataFrame:
-        arity = len(checked.domains(relation))
-        schema = ", ".join(f"c{i} long" for i in range(arity))
-        return spark.createDataFrame([], schema)
-
-    def full_tuples(relation: str, joined: bool) -> DataFrame:
-        """All tuples of a relation; hinted for broadcast when small and joined with something."""
-        if relation in base:
-            frame, rows = base[relation], base_counts[relation]
-        elif variables[relation].count:
-            frame, rows = variables[relation].tuples(), variables[relation].count
-        else:
-            return empty(relation)
-        return sized(frame, rows) if joined else frame
-
-    for stratum_no, stratum in enumerate(checked.strata):
-        first = True
-        while True:
-            started = time.perf_counter()
-            derivations: dict[str, list[DataFrame]] = {}
-            for index, rule in checked.rules_of(stratum):
-                recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
-                if not recursive:
-                    if first:
-                        cause_at = checked.cause_index(rule)
-                        sources = [full_tuples(a.relation, len(rule.body) > 1) for a in rule.body]
-                        derivations.setdefault(rule.head.relation, []).append(
-                            candidates(rule, index, sources, cause_at, width))
-                    continue
-                for at in recursive:
-                    delta = variables[rule.body[at].relation]
-                    if first or delta.recent is None:
-                        continue
-                    recent = delta.recent.select(*tuple_columns(delta.arity))
-                    recent = sized(recent, delta.recent_count) if len(rule.body) > 1 else recent
-                    sources = [recent if i == at else full_tuples(a.relation, True) for i, a in enumerate(rule.body)]
-                    derivations.setdefault(rule.head.relation, []).append(
-                        candidates(rule, index, sources, at, width))
-            first = False
-            if not derivations:  # nothing can fire: the stratum is complete without another round
-                break
-            round_no += 1
-            new_frames = [
-                _pad(_new_tuples(frames, variables[relation], width, broadcast_rows), relation, variables[relation].arity,
-                     derived_width, width, round_no)
-                for relation, frames in derivations.items()
-            ]
-            # One job per round: the lazy checkpoint is filled by the count that decides whether to go on.
-            delta = reduce(DataFrame.unionByName, new_frames).localCheckpoint(eager=False)
-            counts = {row["relation"]: row["count"] for row in delta.groupBy("relation").count().collect()}
-            for name in stratum:
-                variable = variables[name]
-                part = delta.where(F.col("relation") == name).select(
-                    *tuple_columns(variable.arity), "rule", "cause_rel", *tuple_columns(width, "k"), "round")
-                variable.advance(part, counts.get(name, 0))
-            entry = RoundLog(round_no, stratum_no, {n: counts.get(n, 0) for n in stratum},
-                             time.perf_counter() - started)
-            logs.append(entry)
-            if on_round:
-                on_round(entry)
-            if not any(counts.values()):
-                break
-
-    relations = {}
-    for name, variable in variables.items():
-        full = variable.full()
-        if full is None:
-            schema = ", ".join([*(f"c{i} long" for i in range(variable.arity)), "rule int", "cause_rel string",
-                                *(f"k{i} long" for i in range(width)), "round int"])
-            full = spark.createDataFrame([], schema)
-        relations[name] = full
-    return Evaluation(relations=relations, rounds=logs)
+    return Iteration(checked, base, broadcast_rows, local_rows).run(on_round)
 
 
-def _count_all(base: dict[str, DataFrame]) -> dict[str, int]:
-    """Tuples per base relation, in one Spark job."""
+def _materialize_base(spark: SparkSession, base: dict[str, DataFrame], local_rows: int) -> dict[str, Relation]:
+    """Every base relation with its exact count (one job); the small ones collected (one more) as local."""
     tagged = [frame.select(F.lit(name).alias("relation")) for name, frame in base.items()]
     counts = {row["relation"]: row["count"] for row in reduce(DataFrame.unionByName, tagged)
               .groupBy("relation").count().collect()}
-    return {name: counts.get(name, 0) for name in base}
-
-
-def _new_tuples(frames: list[DataFrame], variable: Variable, width: int, broadcast_rows: int) -> DataFrame:
-    """One derivation per tuple not known before: the lowest rule index, then the lowest cause."""
-    keys = tuple_columns(variable.arity)
-    causes = tuple_columns(width, "k")
-    union = reduce(DataFrame.unionByName, frames)
-    picked = (union.groupBy(*keys)
-              .agg(F.min(F.struct("rule", "cause_rel", *causes)).alias("p"))
-              .select(*keys, "p.*"))
-    known = variable.tuples()
-    if known is None:
-        return picked
-    return picked.join(F.broadcast(known) if variable.count <= broadcast_rows else known, keys, "left_anti")
-
-
-def _pad(frame: DataFrame, relation: str, arity: int, derived_width: int, width: int, round_no: int) -> DataFrame:
-    return frame.select(
-        F.lit(relation).alias("relation"),
-        *(F.col(f"c{i}") if i < arity else null_long().alias(f"c{i}") for i in range(derived_width)),
-        "rule", "cause_rel", *tuple_columns(width, "k"),
-        F.lit(round_no).alias("round"),
-    )
+    small = [name for name in base if counts.get(name, 0) <= local_rows]
+    width = max((len(base[name].columns) for name in small), default=0)
+    rows: dict[str, list[tuple]] = {name: [] for name in small}
+    if small:
+        padded = [base[name].select(F.lit(name).alias("relation"), *base[name].columns,
+                                    *(null_long().alias(f"c{i}") for i in range(len(base[name].columns), width)))
+                  for name in small]
+        for row in reduce(DataFrame.unionByName, padded).collect():
+            rows[row[0]].append(tuple(row[1:1 + len(base[row[0]].columns)]))
+    return {name: Relation(local_batch(spark, rows[name], len(frame.columns)) if name in rows
+                           else Batch(frame, counts.get(name, 0)))
+            for name, frame in base.items()}

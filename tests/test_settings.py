@@ -1,0 +1,33 @@
+"""Settings resolved once, before Spark: a bad value is one line naming its key (no Spark session here)."""
+
+import pytest
+
+from dirtiness.config import load_config
+from dirtiness.errors import InputError
+from dirtiness.settings import RunParams, resolve
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+
+PARAMS = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", run_id="r1")
+
+
+def test_defaults_come_from_the_configuration_file():
+    config = load_config()
+    settings = resolve(PARAMS, config)
+    assert (settings.local_rows, settings.broadcast_rows, settings.interning_buckets) == (
+        config["local_rows"], config["broadcast_rows"], config["interning_buckets"])
+    assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
+    ("broadcast_rows", "many", "broadcast_rows: expected a positive integer, not 'many'"),
+    ("interning_buckets", 0, "interning_buckets: expected a positive integer, not 0"),
+    ("delta_backend", "parquet", "delta_backend: expected auto, spark or deltalake, not 'parquet'"),
+    ("outputs", {"DirtyStmt": "dirty_stmts"}, "outputs must name the tables dirty_clusters, dirty_schemas"),
+])
+def test_bad_settings_are_named(key, value, message):
+    config = load_config()
+    config[key] = value
+    with pytest.raises(InputError) as error:
+        resolve(PARAMS, config)
+    assert message in str(error.value)
