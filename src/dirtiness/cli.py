@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import traceback
 
@@ -202,8 +203,6 @@ def _explain(args) -> int:
 
 
 def _apply(args) -> int:
-    import os
-
     from .apply.runner import Settings, apply_plan
 
     if args.parallel < 1:
@@ -242,5 +241,19 @@ def _report_failure(out: str, run_id: str, html: str, config: dict) -> None:
         logging.getLogger("dirtiness").warning("could not write the report of the failed run: %s", error)
 
 
+def entry() -> None:
+    """The ``dirtiness`` process: exit with ``main``'s code, not with a crash at interpreter shutdown.
+
+    Arrow's C++ thread pools can abort an exiting interpreter after the work is
+    done ("terminate called without an active exception", SIGABRT), which a
+    scheduler would read as a failed task. By now every table is committed and
+    every line printed, so the process flushes and leaves at once.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

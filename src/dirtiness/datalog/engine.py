@@ -177,7 +177,9 @@ class Iteration:
                 recent = self.variables[rule.body[at].relation].recent
                 if first or recent is None:
                     continue
-                sources = [self.sized(recent, joined) if i == at else self.full(a.relation, True)
+                # A local recent batch has a known, small size: Spark broadcasts it and streams the
+                # rest. Hinting the other side would broadcast a whole relation every round instead.
+                sources = [self.sized(recent, joined) if i == at else self.full(a.relation, not recent.local)
                            for i, a in enumerate(rule.body)]
                 found.setdefault(rule.head.relation, []).append(candidates(rule, index, sources, at, self.width))
         return found
