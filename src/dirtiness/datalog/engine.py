@@ -22,7 +22,6 @@ pays for few Spark jobs a round.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
 from functools import reduce
@@ -35,9 +34,6 @@ from pyspark.sql import types as T
 
 from .check import CheckedProgram
 from .compile import candidates, null_long, tuple_columns
-
-log = logging.getLogger(__name__)
-
 
 @dataclass
 class Batch:
@@ -82,7 +78,6 @@ class Variable:
     stable: list[Batch] = field(default_factory=list)
     recent: Batch | None = None
     provenance: list[DataFrame] = field(default_factory=list)  # per round: tuples + rule, cause_rel, k*, round
-    count: int = 0
 
     def batches(self) -> list[Batch]:
         return self.stable + ([self.recent] if self.recent is not None else [])
@@ -96,7 +91,6 @@ class Variable:
             self.stable.append(batch)
         self.recent = new if new is not None and new.count else None
         if self.recent is not None:
-            self.count += self.recent.count
             self.provenance.append(provenance)
 
     def with_provenance(self, spark: SparkSession, width: int) -> DataFrame:
@@ -234,12 +228,12 @@ class Iteration:
         return self._hand_over_rows(rows, delta.columns, stratum)
 
     def _collect_if_small(self, delta: DataFrame) -> list | None:
-        """The round's rows on the driver, when the last round's new tuples were all local.
+        """The round's rows on the driver, when the last round's new tuples were all local and this
+        round derives at most ``local_rows``; else None (the round is materialized as blocks).
 
-        Such a round is likely to derive few again (and if it derives more,
-        they are on the driver already: they stay local). A stratum's first
-        round reads no recent tuples: it collects only when the base
-        relations are local.
+        A stratum's first round reads no recent tuples: it tries only when the
+        base relations are local. At most ``local_rows + 1`` rows ever reach
+        the driver: a round that derives more is checkpointed instead.
         """
         if not self.local_rows:
             return None
@@ -248,7 +242,8 @@ class Iteration:
             return None
         if not all(b.local for b in recent):
             return None
-        return delta.collect()
+        rows = delta.limit(self.local_rows + 1).collect()
+        return rows if len(rows) <= self.local_rows else None
 
     def _hand_over_rows(self, rows: list, columns: list[str], stratum: tuple[str, ...]) -> dict[str, int]:
         at = {c: i for i, c in enumerate(columns)}
