@@ -30,14 +30,14 @@ from pyspark.sql import functions as F  # noqa: E402
 from spark_work import RETAINED, SparkWork  # noqa: E402
 from synthetic import generate, write_snapshot  # noqa: E402
 
-from dirtiness.base_facts import BASE_RELATIONS, OBJECT_DOMAIN  # noqa: E402
+from dirtiness.changeset.dirty_sets import column_names  # noqa: E402
 from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.datalog.naive import evaluate_naive  # noqa: E402
-from dirtiness.delta_tables import DeltaStore, choose_backend  # noqa: E402
 from dirtiness.job import Hooks, compute, publish  # noqa: E402
-from dirtiness.outputs import column_names  # noqa: E402
+from dirtiness.model import BASE_RELATIONS, OBJECT_DOMAIN
 from dirtiness.session import build_session  # noqa: E402
 from dirtiness.settings import RunParams, resolve  # noqa: E402
+from dirtiness.store.delta import DeltaStore, choose_backend  # noqa: E402
 
 
 def main() -> None:
@@ -136,9 +136,9 @@ def main() -> None:
 
 def _read_back(out: str, page: str, config: dict) -> dict:
     """``explain`` of the object derived last (the longest chain) and ``report``, both timed, Spark stopped."""
-    from dirtiness.explain import explain
-    from dirtiness.report.page import write_report
-    from dirtiness.run_tables import RunTables
+    from dirtiness.readback.explain import explain
+    from dirtiness.readback.report.page import write_report
+    from dirtiness.readback.run_tables import RunTables
 
     deepest = max(RunTables.open(out).rows("dirty_stmts"),
                   key=lambda r: (r["round"], r["database"], r["schema"], r["name"]))

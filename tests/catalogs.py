@@ -2,17 +2,21 @@
 
 Scenarios are batched by namespacing: scenario ``k`` gets its databases and
 clusters prefixed with ``k`` so that no rule can join across scenarios; the
-union of all scenarios is evaluated once and split back by prefix.
+union of all scenarios runs once through the job's ``compute`` and is split
+back by prefix.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 
+import yaml
+
 from dirtiness.config import PROJECT_ROOT, load_config
-from dirtiness.pipeline import compute_dirty
-from dirtiness.rules import load_rules
-from dirtiness.snapshot import snapshot_from_document
+from dirtiness.job import compute
+from dirtiness.settings import RunParams, resolve
 
 RULES = {name: str(PROJECT_ROOT / "conf" / "rules" / f"{name}.dl") for name in ("dirty", "index_aware")}
 OUTPUTS = {"DirtyStmt": "dirty_stmts", "DirtyCluster": "dirty_clusters", "DirtySchema": "dirty_schemas"}
@@ -69,23 +73,24 @@ def _namespaced(entry: dict, prefix: str) -> dict:
 
 @dataclass
 class Batch:
-    """All scenarios evaluated as one catalog."""
+    """All scenarios evaluated as one catalog by the job's own ``compute``."""
 
     outcomes: dict[str, Outcome]
-    base: object
-    evaluation: object
-    tables: dict
-    checked: object
-    old: object
-    new: object
+    result: object                 # the job's RunResult: facts, evaluation, tables, the checked plan
     prefixes: dict[str, str]
 
-    def plan_inputs(self, dialect, suffix: str = "_stg"):
-        from dirtiness.plan.operations import PlanInputs
+    @property
+    def tables(self):
+        return self.result.tables
 
-        return PlanInputs(dirty_stmts=self.tables["dirty_stmts"], dirty_clusters=self.tables["dirty_clusters"],
-                          dirty_schemas=self.tables["dirty_schemas"], old=self.old, new=self.new,
-                          dialect=dialect, suffix=suffix)
+    @property
+    def checked(self):
+        return self.result.settings.checked
+
+    def plan_inputs(self, dialect=None, suffix: str = "_stg"):
+        from dataclasses import replace
+
+        return replace(self.result.inputs, suffix=suffix, **({"dialect": dialect} if dialect else {}))
 
 
 def batch_documents(scenarios: list[Scenario]) -> tuple[dict, dict, list[str]]:
@@ -104,27 +109,24 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
 
 
 def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
-                  sql=None, local_rows: int | None = None) -> Batch:
-    """Evaluate all scenarios in one Spark run; ``sql`` (SqlSettings): read the objects' SQL as the job does;
-    ``local_rows``: the engine's small-data threshold (default: the configured one)."""
-    outputs = outputs or OUTPUTS
-    old_doc, new_doc, forced_text = batch_documents(scenarios)
-    old, new = old_doc["objects"], new_doc["objects"]
-    forced = [tuple(f.split(".")) for f in forced_text]
-    checked = load_rules(RULES.get(rules, rules), outputs)
-    old_snapshot = snapshot_from_document(spark, {"objects": old}, "old.yaml")
-    new_snapshot = snapshot_from_document(spark, {"objects": new}, "new.yaml")
-    if sql is not None:
-        from dirtiness.sql.analysis import resolve_statements
-
-        new_snapshot = resolve_statements(new_snapshot, sql, side="new")
-        old_snapshot = resolve_statements(old_snapshot, sql, side="old")
+                  local_rows: int | None = None, strategy: str = "blue-green") -> Batch:
+    """Evaluate all scenarios in one run of the job's ``compute`` (snapshots written as files, as a user would);
+    ``local_rows``: the engine's small-data threshold (default: the configured one). The plan is built and
+    its invariants checked, so every scenario is also a plan that must pass them."""
+    old_doc, new_doc, forced = batch_documents(scenarios)
+    folder = tempfile.mkdtemp(prefix="dirtiness-scenarios-")
+    for side, document in (("old", old_doc), ("new", new_doc)):
+        with open(os.path.join(folder, f"{side}.yaml"), "w") as handle:
+            yaml.safe_dump(document, handle)
     config = load_config()
-    local_rows = config["local_rows"] if local_rows is None else local_rows
-    base, evaluation, tables = compute_dirty(spark, old_snapshot, new_snapshot, forced, checked, outputs, buckets=16,
-                                             broadcast_rows=config["broadcast_rows"], local_rows=local_rows)
-    tables = {name: frame.localCheckpoint() for name, frame in tables.items()}
-    rows = {table: [r.asDict() for r in frame.collect()] for table, frame in tables.items()}
+    config["outputs"] = outputs or OUTPUTS
+    if local_rows is not None:
+        config["local_rows"] = local_rows
+    settings = resolve(RunParams(old=os.path.join(folder, "old.yaml"), new=os.path.join(folder, "new.yaml"),
+                                 out=os.path.join(folder, "out"), forced_schemas=forced, run_id="scenarios",
+                                 rules=RULES.get(rules, rules), strategy=strategy, allow_destructive=True), config)
+    result = compute(settings, spark)
+    rows = {table: [r.asDict() for r in frame.collect()] for table, frame in result.tables.items()}
     outcomes = {}
     for i, s in enumerate(scenarios):
         p = _prefix(i)
@@ -144,5 +146,4 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
             clusters=pick("dirty_clusters", lambda r: r["cluster"]),
             schemas=pick("dirty_schemas", lambda r: f"{r['database']}.{r['schema']}"),
         )
-    return Batch(outcomes, base, evaluation, tables, checked, old_snapshot, new_snapshot,
-                 {s.name: _prefix(i) for i, s in enumerate(scenarios)})
+    return Batch(outcomes, result, {s.name: _prefix(i) for i, s in enumerate(scenarios)})

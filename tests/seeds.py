@@ -1,12 +1,12 @@
 """The seed scenarios and a few more, written by one real run: what ``explain`` and ``report`` read."""
 
 import yaml
-
 from catalogs import Scenario, batch_documents, changed, obj
+from test_scenarios import seed_scenarios
+
 from dirtiness.config import load_config
 from dirtiness.job import run
 from dirtiness.settings import RunParams, resolve
-from test_scenarios import seed_scenarios
 
 HOSTILE = ("db", "we.ird <b>", 'x"<script>alert(1)</script>')
 

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dirtiness.delta_tables import DeltaSchemaError, DeltaStore
+from dirtiness.store.delta import DeltaSchemaError, DeltaStore
 
 
 def frame(spark, run_id, values):

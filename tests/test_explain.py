@@ -4,11 +4,13 @@ import json
 import re
 
 from catalogs import prefix_of
+from seeds import HOSTILE
+
 from dirtiness.cli import main
 from dirtiness.config import load_config
-from dirtiness.explain import explain, format_text
-from dirtiness.run_tables import RunTables
-from seeds import HOSTILE
+from dirtiness.readback.explain import explain, format_text
+from dirtiness.readback.run_tables import RunTables
+
 
 def chain_of(seeds, scenario, kind, *parts):
     out, scenarios = seeds

@@ -3,16 +3,16 @@
 import json
 
 import duckdb
-import yaml
 import polars as pl
 import pytest
-from deltalake import DeltaTable
-
+import yaml
 from catalogs import RULES
 from cli_output import error_lines
-from dirtiness.cli import main
-from dirtiness.delta_tables import DeltaStore
+from deltalake import DeltaTable
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+
+from dirtiness.cli import main
+from dirtiness.store.delta import DeltaStore
 
 EXPECTED_STMTS = {
     ("public", "flip_activities", "modified", "changed"),

@@ -1,7 +1,14 @@
 """Laying out the report's picture and chart: pure functions, no Spark, no browser."""
 
-from dirtiness.report.chart import PLOT_HEIGHT, rounds_chart
-from dirtiness.report.picture import (CLEAN_FILL, COLUMN_PITCH, NOT_IN_PLAN, NodeSpec, lay_out, reason_colours)
+from dirtiness.readback.report.chart import PLOT_HEIGHT, rounds_chart
+from dirtiness.readback.report.picture import (
+    CLEAN_FILL,
+    COLUMN_PITCH,
+    NOT_IN_PLAN,
+    NodeSpec,
+    lay_out,
+    reason_colours,
+)
 
 
 def spec(key, layer, name, reason="dependency", change=None):

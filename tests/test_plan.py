@@ -8,9 +8,10 @@ applied to a real server in ``test_postgres.py``.)
 """
 
 import pytest
-from pyspark.sql import functions as F
-
 from catalogs import Scenario, changed, obj, run_scenarios
+from pyspark.sql import functions as F
+from test_scenarios import seed_scenarios
+
 from dirtiness.config import load_config
 from dirtiness.errors import PolicyError
 from dirtiness.plan.blue_green import needing_attention
@@ -19,7 +20,6 @@ from dirtiness.plan.invariants import InvariantError, check_invariants
 from dirtiness.plan.planner import build_plan, refuse_destructive
 from dirtiness.plan.statements import quote
 from dirtiness.plan.steps import CycleError, dependency_steps
-from test_scenarios import seed_scenarios
 
 HOSTILE = 'x"; DROP TABLE t; --'
 
@@ -95,7 +95,7 @@ def dialect():
 
 @pytest.fixture(scope="module")
 def batch(spark, dialect):
-    return run_scenarios(spark, plan_scenarios(), "dirty", sql=dialect.sql_settings(load_config()))
+    return run_scenarios(spark, plan_scenarios(), "dirty")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def plans(batch, dialect):
     for strategy in ("blue-green", "in-place"):
         inputs = batch.plan_inputs(dialect)
         plan = build_plan(inputs, strategy).localCheckpoint()
-        check_invariants(plan, inputs, batch.base.facts["ChangedStmt"], strategy)
+        check_invariants(plan, inputs, batch.result.facts["ChangedStmt"], strategy)
         out[strategy] = (plan, [r.asDict() for r in plan.orderBy("seq").collect()])
     return out
 
@@ -303,7 +303,7 @@ def test_plans_are_deterministic(batch, dialect, plans):
 def test_broken_plans_fail_an_invariant(batch, dialect, plans):
     plan = plans["blue-green"][0]
     inputs = batch.plan_inputs(dialect)
-    changed_facts = batch.base.facts["ChangedStmt"]
+    changed_facts = batch.result.facts["ChangedStmt"]
 
     def fails(broken, invariant, strategy="blue-green"):
         with pytest.raises(InvariantError, match=invariant):

@@ -26,14 +26,14 @@ import polars as pl
 import psycopg
 import pytest
 import yaml
+from postgres import catalog, deploy, without_oids
+from projects import random_project
 
 from dirtiness.apply.log import ApplyLog, Event
 from dirtiness.apply.runner import ApplyError, Settings, apply_plan
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT, load_config
 from dirtiness.plan.operations import deploy_suffix
-from postgres import catalog, deploy, without_oids
-from projects import random_project
 
 EXAMPLE = PROJECT_ROOT / "examples" / "postgres"
 PG_CONFIG = str(EXAMPLE / "dirtiness.yaml")

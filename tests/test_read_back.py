@@ -8,13 +8,13 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from dirtiness.base_facts import BY_NAME
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT
-from dirtiness.fact_text import Fact, parse_fact, parse_name, show_name
 from dirtiness.job import RUNS
-from dirtiness.delta_tables import arrow_schema_of
-from dirtiness.run_tables import RunTables
+from dirtiness.model import BY_NAME
+from dirtiness.readback.fact_text import Fact, parse_fact, parse_name, show_name
+from dirtiness.readback.run_tables import RunTables
+from dirtiness.store.delta import arrow_schema_of
 
 WHEN = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -10,14 +10,14 @@ import time
 import polars as pl
 import pytest
 import yaml
-
 from cli_output import error_lines
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+
 from dirtiness.cli import main
 from dirtiness.config import load_config
-from dirtiness.delta_tables import DeltaStore
 from dirtiness.job import Hooks, compute, publish, run
 from dirtiness.settings import RunParams, resolve
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from dirtiness.store.delta import DeltaStore
 
 TABLES = ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan")
 

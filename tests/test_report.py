@@ -9,14 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
-
 from catalogs import prefix_of
+from playwright.sync_api import sync_playwright
+from seeds import HOSTILE
+
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT
-from dirtiness.report.page import write_report
-from dirtiness.run_tables import RunTables
-from seeds import HOSTILE
+from dirtiness.readback.report.page import write_report
+from dirtiness.readback.run_tables import RunTables
 
 EXAMPLE = PROJECT_ROOT / "examples"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -68,7 +68,7 @@ class Visit:
 
 
 def dirty_keys(out: str, run_id: str) -> set[str]:
-    from dirtiness.fact_text import show_name
+    from dirtiness.readback.fact_text import show_name
 
     rows = RunTables.open(out, run_id).rows("dirty_stmts")
     return {show_name((r["database"], r["schema"], r["name"])) for r in rows}
@@ -149,7 +149,7 @@ def test_hostile_names_stay_text(seeds, browser, tmp_path):
     visit = Visit(browser, page)
     visit.check_self_contained(page)  # no alert() dialog, no error
     p = prefix_of(scenarios, "hostile")
-    from dirtiness.fact_text import show_name
+    from dirtiness.readback.fact_text import show_name
 
     weird = show_name((p + HOSTILE[0], *HOSTILE[1:]))
     assert weird in visit.keys()

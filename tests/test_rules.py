@@ -1,13 +1,13 @@
 """Parsing and static checks of rule programs: no Spark needed."""
 
 import pytest
-
 from catalogs import OUTPUTS, RULES
-from dirtiness.base_facts import base_domains
+
+from dirtiness.changeset.rules import load_rules
 from dirtiness.datalog.check import check_program
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, parse_program
-from dirtiness.rules import load_rules
+from dirtiness.model import base_domains
 
 
 def check(text: str):

@@ -1,7 +1,6 @@
 """The seed scenarios (issue 2), all in one Spark run per rule program."""
 
 import pytest
-
 from catalogs import Scenario, changed, obj, run_scenarios
 
 M = "materialize"

@@ -1,11 +1,11 @@
 """Settings resolved once, before Spark: a bad value is one line naming its key (no Spark session here)."""
 
 import pytest
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.config import load_config
 from dirtiness.errors import InputError
 from dirtiness.settings import RunParams, resolve
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 PARAMS = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", run_id="r1")
 

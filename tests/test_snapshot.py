@@ -4,11 +4,11 @@ import os
 
 import pytest
 
+from dirtiness.changeset.stages import base_facts
 from dirtiness.config import PROJECT_ROOT
-from dirtiness.delta_tables import DeltaStore
 from dirtiness.errors import InputError
-from dirtiness.pipeline import base_facts
-from dirtiness.snapshot import load_snapshot, snapshot_from_document
+from dirtiness.inputs.snapshot import load_snapshot, snapshot_from_document
+from dirtiness.store.delta import DeltaStore
 
 EXAMPLE_OLD = str(PROJECT_ROOT / "examples" / "old.yaml")
 EXAMPLE_NEW = str(PROJECT_ROOT / "examples" / "new.yaml")

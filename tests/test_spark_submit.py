@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import polars as pl
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.config import PROJECT_ROOT
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 
 def test_spark_submit_runs_the_job(tmp_path):

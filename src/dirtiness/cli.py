@@ -152,7 +152,7 @@ def _run(args, set_master: bool) -> int:
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     if args.report:
-        from .report.data import report_settings
+        from .readback.report.data import report_settings
 
         report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
     spark = build_session(config, set_master=set_master)
@@ -181,9 +181,9 @@ def _run(args, set_master: bool) -> int:
 
 
 def _explain(args) -> int:
-    from .explain import explain, format_text
-    from .fact_text import parse_name
-    from .run_tables import RunTables
+    from .readback.explain import explain, format_text
+    from .readback.fact_text import parse_name
+    from .readback.run_tables import RunTables
 
     targets = [(k, v) for k, v in (("object", args.object), ("cluster", args.cluster), ("schema", args.schema)) if v]
     if len(targets) != 1:
@@ -225,8 +225,8 @@ def _apply(args) -> int:
 
 
 def _report(out: str, run_id: str | None, html: str, config: dict) -> int:
-    from .report.page import write_report
-    from .run_tables import RunTables
+    from .readback.report.page import write_report
+    from .readback.run_tables import RunTables
 
     tables = RunTables.open(out, run_id, succeeded_only=False)
     write_report(tables, html, config.get("report") or {})

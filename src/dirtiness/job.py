@@ -19,19 +19,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import run_log
-from .base_facts import BY_NAME
-from .datalog.engine import RoundLog, evaluate
-from .delta_tables import RUN_ID, DeltaStore, choose_backend
+from .changeset.stages import base_facts, dirty_tables, intern_facts
+from .datalog.engine import Evaluation, RoundLog, evaluate
 from .errors import InputError, PolicyError
-from .pipeline import base_facts, dirty_tables, intern_facts
+from .inputs.references import resolve_statements
+from .inputs.snapshot import load_snapshot
+from .model import BY_NAME, KEY
 from .plan.blue_green import needing_attention
 from .plan.invariants import check_invariants
 from .plan.operations import PlanInputs, deploy_suffix
 from .plan.planner import build_plan, check_statements, refuse_destructive
 from .settings import FINGERPRINTS, RunParams, RunSettings, resolve  # noqa: F401 - the job's API
-from .snapshot import KEY, load_snapshot
-from .sql.analysis import resolve_statements
+from .store import run_log
+from .store.delta import RUN_ID, DeltaStore, choose_backend
 
 log = logging.getLogger("dirtiness")
 
@@ -79,6 +79,8 @@ class RunResult:
     phases: dict[str, int]         # operations per plan phase, in phase order
     rounds: list[RoundLog]
     seconds: dict[str, float]      # wall seconds per compute stage
+    evaluation: Evaluation | None  # the fixed point: every derived relation, its rounds and batches
+    inputs: PlanInputs | None      # what the plan was built from: dirty sets and both snapshots
     needing_attention: list[str]
     verbatim: list[str]
     cached: list[DataFrame] = field(default_factory=list)
@@ -125,8 +127,8 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     hooks = hooks or Hooks()
     clock = _Stages(hooks.on_stage)
     result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc), facts={},
-                       tables={}, plan=None, phases={}, rounds=[], seconds=clock.seconds, needing_attention=[],
-                       verbatim=[])
+                       tables={}, plan=None, phases={}, rounds=[], seconds=clock.seconds, evaluation=None,
+                       inputs=None, needing_attention=[], verbatim=[])
     cached = result.cached
     try:
         with clock("load"):
@@ -151,14 +153,14 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
                 hooks.on_round(entry)
 
         with clock("fixpoint"):
-            evaluation = evaluate(settings.checked, interned.relations, on_round,
+            evaluation = result.evaluation = evaluate(settings.checked, interned.relations, on_round,
                                   broadcast_rows=settings.broadcast_rows, local_rows=settings.local_rows)
         with clock("dirty_sets"):
             result.tables = {name: frame.localCheckpoint() for name, frame in
                              dirty_tables(settings.checked, evaluation, interned, base.attributes,
                                           settings.outputs).items()}
         with clock("plan"):
-            inputs = PlanInputs(
+            inputs = result.inputs = PlanInputs(
                 dirty_stmts=result.tables["dirty_stmts"], dirty_clusters=result.tables["dirty_clusters"],
                 dirty_schemas=result.tables["dirty_schemas"], old=old, new=new, dialect=settings.dialect,
                 suffix=deploy_suffix(settings.run_id, settings.deploy_suffix),

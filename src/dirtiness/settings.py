@@ -13,12 +13,12 @@ import uuid
 from dataclasses import dataclass, field
 
 from . import fingerprints as fingerprints_of
+from .changeset.rules import load_rules
 from .datalog.check import CheckedProgram
 from .errors import InputError
+from .inputs.references import SqlSettings
 from .plan.dialect import Dialect
 from .plan.planner import STRATEGIES
-from .rules import load_rules
-from .sql.analysis import SqlSettings
 
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the plan reads them

@@ -32,7 +32,7 @@ from itertools import groupby
 from typing import Callable
 
 from ..errors import InputError
-from ..run_tables import RunTables
+from ..readback.run_tables import RunTables
 from .log import ApplyLog, Event
 
 log = logging.getLogger("dirtiness")

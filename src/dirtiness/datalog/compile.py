@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from .syntax import Atom, Rule, is_wildcard
 
+
 def tuple_columns(arity: int, prefix: str = "c") -> list[str]:
     return [f"{prefix}{i}" for i in range(arity)]
 
@@ -39,7 +40,11 @@ def candidates(rule: Rule, rule_index: int, sources: list[DataFrame], cause_at: 
     for i, atom in enumerate(rule.body):
         if atom.negated:
             keys = [names[v] for v in atom.args if not is_wildcard(v)]
-            frame = frame.join(_bind(atom, sources[i], names).select(*keys), keys, "left_anti")  # duplicates harmless
+            negated = _bind(atom, sources[i], names)
+            if keys:
+                frame = frame.join(negated.select(*keys), keys, "left_anti")  # duplicates harmless
+            else:  # NOT R(_, ...): true only while R is empty
+                frame = frame.join(negated.select(F.lit(1).alias("_any")).limit(1), F.lit(True), "left_anti")
     cause = rule.body[cause_at]
     cause_cols = [F.col(names[v]) for v in cause.args] + [null_long()] * (cause_width - cause.arity)
     return frame.select(

@@ -35,6 +35,7 @@ from pyspark.sql import types as T
 from .check import CheckedProgram
 from .compile import candidates, null_long, tuple_columns
 
+
 @dataclass
 class Batch:
     """Tuples of one relation (columns ``c0..``), materialized: local rows or checkpointed blocks."""

@@ -1,1 +1,1 @@
-"""The phased DDL plan (DESIGN §5): blue-green and in-place strategies."""
+"""The phased DDL plan (docs/design.md §6): blue-green and in-place strategies."""

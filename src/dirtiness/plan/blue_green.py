@@ -42,11 +42,17 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..snapshot import KEY
+from ..model import KEY
 from . import redeploy
 from .operations import DEPLOYABLE, STATEFUL, PlanInputs, operations
 from .redeploy import DEP, SCHEMA, Catalog
-from .statements import kind_keyword, qualified, quoted, schema_name, with_object_statements
+from .statements import (
+    kind_keyword,
+    qualified,
+    quoted,
+    schema_name,
+    with_object_statements,
+)
 from .steps import dependency_edges, with_steps
 
 NOT_UPSTREAM = ("connection", "secret")  # a sink's dependencies it does not read rows from

@@ -14,8 +14,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ..errors import InputError
-from ..snapshot import KINDS
-from ..sql.analysis import SqlSettings
+from ..inputs.references import SqlSettings
+from ..model import KINDS
 from ..sql.statement import DIALECTS
 
 PLACEHOLDERS = {

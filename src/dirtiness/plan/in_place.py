@@ -23,11 +23,17 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..snapshot import KEY
+from ..model import KEY
 from . import redeploy
 from .operations import RECREATABLE, STATEFUL, PlanInputs, operations
 from .redeploy import SCHEMA, Catalog
-from .statements import kind_keyword, qualified, quoted, schema_name, with_object_statements
+from .statements import (
+    kind_keyword,
+    qualified,
+    quoted,
+    schema_name,
+    with_object_statements,
+)
 from .steps import dependency_edges, with_steps
 
 

@@ -11,7 +11,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..snapshot import KEY
+from ..model import KEY
 from .operations import PlanInputs
 
 CREATING = ("stage", "post-swap", "setup")  # phases that build dependencies before dependents

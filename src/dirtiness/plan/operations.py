@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..snapshot import Snapshot
+from ..inputs.snapshot import Snapshot
 from .dialect import Dialect
 
 DEPLOYABLE = ("view", "materialized-view")        # staged and swapped by blue-green

@@ -38,7 +38,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..snapshot import KEY
+from ..model import KEY
 from .operations import DEPLOYABLE, RECREATABLE, PlanInputs
 
 SCHEMA = ["database", "schema"]

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..snapshot import KEY
+from ..model import KEY
 from ..sql.statement import render_row
 from .dialect import Dialect
 

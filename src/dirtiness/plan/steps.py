@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import InputError
-from ..snapshot import KEY
+from ..model import KEY
 
 CYCLE_EDGES_LIMIT = 200_000  # edges among the blocked nodes fetched to name one cycle
 

@@ -21,7 +21,13 @@ from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import traverse_scope
 
-from .materialize import CatalogObject, InCluster, MaterializeDeploy, Replacement, ReplacementFor
+from .materialize import (
+    CatalogObject,
+    InCluster,
+    MaterializeDeploy,
+    Replacement,
+    ReplacementFor,
+)
 
 Key = tuple[str, str, str]
 

@@ -1,4 +1,4 @@
-"""Loading a snapshot (DESIGN §2): a YAML/JSON document or a folder of tables.
+"""Loading a snapshot (docs/design.md §2): a YAML/JSON document or a folder of tables.
 
 Both forms become the same three DataFrames, so the rest of the job never
 knows which form it was given. Documents are validated object by object as
@@ -17,10 +17,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .errors import InputError, summarize
-
-KINDS = ("table", "view", "materialized-view", "source", "table-from-source", "sink", "secret", "connection")
-KEY = ("database", "schema", "name")
+from ..errors import InputError, summarize
+from ..model import KEY, KINDS
 
 OBJECTS = T.StructType([
     *(T.StructField(c, T.StringType()) for c in (*KEY, "kind", "hash", "cluster")),
@@ -50,7 +48,7 @@ def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
     """The snapshot at ``path``, validated and cached (the diff, the facts and the plan all read it).
 
     Whether its dependencies name objects it lists is checked later
-    (``sql.analysis.resolve_statements``), once the SQL has had its say.
+    (``inputs.references.resolve_statements``), once the SQL has had its say.
     """
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
@@ -203,7 +201,7 @@ def _load_tables(spark: SparkSession, path: str) -> Snapshot:
 
 def _read_table(spark: SparkSession, folder: str) -> DataFrame:
     if os.path.isdir(os.path.join(folder, "_delta_log")):
-        from .delta_tables import DeltaStore
+        from ..store.delta import DeltaStore
 
         parent, name = os.path.split(folder.rstrip("/"))
         return DeltaStore(spark, parent, backend="deltalake").read(name)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from .errors import InputError
+from ..errors import InputError
 
 
 class RunTables:

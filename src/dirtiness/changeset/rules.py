@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base_facts import base_domains
-from .datalog.check import CheckedProgram, check_program
-from .datalog.syntax import ProgramError, parse_program
-from .errors import InputError
+from ..datalog.check import CheckedProgram, check_program
+from ..datalog.syntax import ProgramError, parse_program
+from ..errors import InputError
+from ..model import base_domains
 
 
 def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:

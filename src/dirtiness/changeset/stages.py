@@ -1,4 +1,4 @@
-"""The computation without I/O: snapshots in, base facts, fixed point and dirty tables out.
+"""The changeset as the job runs it: base facts, interned relations, dirty tables (``job.compute`` calls each).
 
 Everything before the fixed point has a short lineage of fixed length, so it
 is cached (lazily: filled by the first job that reads it, the Delta write of
@@ -10,17 +10,16 @@ lineage every round (``datalog.engine``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ..datalog.check import CheckedProgram
+from ..datalog.engine import Evaluation
+from ..inputs.snapshot import Snapshot
 from .base_facts import extract_base_facts
-from .datalog.check import CheckedProgram
-from .datalog.engine import Evaluation, RoundLog, evaluate
 from .diff import changed_stmt
+from .dirty_sets import dirty_table, object_attributes
 from .interning import Dictionaries, build_dictionaries, intern
-from .outputs import dirty_table, object_attributes
-from .snapshot import Snapshot
 
 
 @dataclass
@@ -56,13 +55,3 @@ def dirty_tables(checked: CheckedProgram, evaluation: Evaluation, interned: Inte
     """Output table name -> rows (without ``run_id``), for every relation listed in ``outputs``."""
     return {table: dirty_table(checked, relation, evaluation.relations[relation], interned.dictionaries, attributes)
             for relation, table in outputs.items()}
-
-
-def compute_dirty(spark: SparkSession, old: Snapshot, new: Snapshot, forced: list[tuple[str, str]],
-                  checked: CheckedProgram, outputs: dict[str, str], buckets: int, broadcast_rows: int,
-                  local_rows: int, on_round: Callable[[RoundLog], None] | None = None):
-    """All steps in one call: (base facts, evaluation, dirty tables)."""
-    base = base_facts(spark, old, new, forced)
-    interned = intern_facts(base.facts, buckets)
-    evaluation = evaluate(checked, interned.relations, on_round, broadcast_rows, local_rows)
-    return base, evaluation, dirty_tables(checked, evaluation, interned, base.attributes, outputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .snapshot import KEY
+from ..model import KEY
 
 
 def changed_stmt(old_objects: DataFrame, new_objects: DataFrame) -> DataFrame:

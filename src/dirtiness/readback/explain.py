@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .errors import InputError
+from ..errors import InputError
+from ..model import KEY, facts_table
 from .fact_text import Fact, parse_fact, show_name
-from .run_log import facts_table
 from .run_tables import RunTables
-from .snapshot import KEY
 
 NOT_KEYS = {"run_id", "kind", "change", "rule", "cause", "round"}  # detail and provenance columns
 DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
@@ -130,7 +129,7 @@ def _relation_tables(tables: RunTables, outputs: dict[str, str]) -> dict[str, st
     recorded = tables.rows("run_relations") if tables.has("run_relations") else []
     if recorded:
         return {r["relation"]: r["table"] for r in recorded}
-    from .base_facts import BY_NAME
+    from ..model import BY_NAME
 
     return {**{name: facts_table(name) for name in BY_NAME}, **outputs}
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import InputError, summarize
-from ..snapshot import KEY, Snapshot, first_problems, missing_dependencies
-from .statement import SqlError, parse
+from ..model import KEY
+from ..sql.statement import SqlError, parse
+from .snapshot import Snapshot, first_problems, missing_dependencies
 
 log = logging.getLogger("dirtiness")
 

@@ -1,4 +1,4 @@
-"""Derived relations back to named rows: the dirty-set tables of DESIGN §4.
+"""Derived relations back to named rows: the dirty-set tables of docs/design.md §5.
 
 Integer columns become names again; the rule index becomes its label; the
 cause becomes a readable tuple such as
@@ -11,10 +11,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .base_facts import OBJECT_DOMAIN
-from .datalog.check import CheckedProgram
+from ..datalog.check import CheckedProgram
+from ..model import KEY, OBJECT_DOMAIN
 from .interning import Dictionaries, display_names
-from .snapshot import KEY
 
 
 def column_names(domains: tuple[str, ...]) -> list[list[str]]:

@@ -15,8 +15,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .base_facts import BY_NAME, OBJECT_DOMAIN
-from .snapshot import KEY
+from ..model import BY_NAME, KEY, OBJECT_DOMAIN
 
 
 @dataclass

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError
+from ...errors import InputError
+from ...model import KEY, facts_table
 from ..fact_text import show_name
-from ..run_log import facts_table
 from ..run_tables import RunTables
-from ..snapshot import KEY
 from .chart import Chart, rounds_chart
 from .picture import NOT_IN_PLAN, NodeSpec, Picture, lay_out, reason_colours
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from .base_facts import BY_NAME
-from .datalog.check import CheckedProgram
-from .datalog.engine import RoundLog
+from ..datalog.check import CheckedProgram
+from ..datalog.engine import RoundLog
+from ..model import facts_table
 
 RUN_RELATIONS = T.StructType([
     T.StructField("relation", T.StringType()),
@@ -35,10 +35,6 @@ RUN_STAGES = T.StructType([
     T.StructField("stage", T.StringType()),
     T.StructField("seconds", T.DoubleType()),
 ])
-
-
-def facts_table(relation: str) -> str:
-    return f"facts/{BY_NAME[relation].table}"
 
 
 def relation_rows(checked: CheckedProgram, outputs: dict[str, str], facts: dict[str, int],

@@ -45,7 +45,7 @@ def _umask() -> int:
 
 def render(data: ReportData) -> str:
     template = _environment().from_string(
-        resources.files("dirtiness.report").joinpath("page.html.j2").read_text(encoding="utf-8"))
+        resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8"))
     stage_total = sum(s["seconds"] for s in data.stages) or 1.0
     return template.render(
         run=data.run, succeeded=data.run["status"] == "succeeded", stages=data.stages, stage_total=stage_total,
