@@ -1,15 +1,19 @@
 """One SparkSession for the whole test run (startup costs 7-10 s)."""
 
+import json
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from dirtiness.config import load_config  # noqa: E402
+from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
+EXAMPLE = PROJECT_ROOT / "examples"
 # One session serves ~40 job runs: a larger heap than one production run needs.
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "8g"}
 
@@ -34,6 +38,32 @@ def seeds(spark, tmp_path_factory):
     from seeds import run_seeds
 
     return run_seeds(spark, tmp_path_factory)
+
+
+@dataclass
+class ExampleRun:
+    code: int
+    out: Path           # the output root
+    summary: dict       # --summary-json
+    page: Path          # --report
+
+
+@pytest.fixture(scope="session")
+def example_run(spark, tmp_path_factory) -> ExampleRun:
+    """The bundled example, run once through the command line (run id ``example``) for every read-only check."""
+    from dirtiness.cli import main
+
+    folder = tmp_path_factory.mktemp("example")
+    out, summary, page = folder / "out", folder / "summary.json", folder / "run-report.html"
+    code = main(["run", "--old", str(EXAMPLE / "old.yaml"), "--new", str(EXAMPLE / "new.yaml"), "--out", str(out),
+                 "--run-id", "example", "--summary-json", str(summary), "--report", str(page)])
+    return ExampleRun(code, out, json.loads(summary.read_text()) if code == 0 else {}, page)
+
+
+@pytest.fixture(scope="session")
+def expected() -> dict:
+    """What the bundled example must give (examples/expected.json, also read by the README test and the benchmark)."""
+    return json.loads((EXAMPLE / "expected.json").read_text())
 
 
 @pytest.fixture(scope="module", autouse=True)

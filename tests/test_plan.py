@@ -7,6 +7,8 @@ records that omit untracked objects; invariants. (PostgreSQL plans are
 applied to a real server in ``test_postgres.py``.)
 """
 
+import re
+
 import pytest
 from catalogs import Scenario, changed, obj, run_scenarios
 from pyspark.sql import functions as F
@@ -22,6 +24,9 @@ from dirtiness.plan.statements import quote
 from dirtiness.plan.steps import CycleError, dependency_steps
 
 HOSTILE = 'x"; DROP TABLE t; --'
+HOSTILE_SCHEMA, HOSTILE_CLUSTER, HOSTILE_INDEX = ('s"; DROP SCHEMA x; --', 'c"; DROP CLUSTER y; --',
+                                                  'i"; DROP INDEX z; --')
+QUOTED = re.compile(r'"(?:[^"]|"")*"')
 
 
 def mv(ref, cluster, sql, deps=(), **extra):
@@ -74,6 +79,11 @@ def plan_scenarios():
     s.append(Scenario("emptied", [gone, stays], [stays]))
     hostile = obj(("db", "s", HOSTILE), "view", sql=f'CREATE VIEW {quote(HOSTILE)} AS SELECT 1 AS a')
     s.append(Scenario("hostile", [hostile], [changed(hostile)]))
+    # Schema, cluster and index names as hostile as the object's: staged, swapped and dropped by blue-green.
+    hostile_mv = obj(("db", HOSTILE_SCHEMA, HOSTILE), "materialized-view", cluster=HOSTILE_CLUSTER,
+                     indexes=[(HOSTILE_INDEX, HOSTILE_CLUSTER)],
+                     sql=f"CREATE MATERIALIZED VIEW {quote(HOSTILE)} AS SELECT 1 AS a")
+    s.append(Scenario("hostile_everywhere", [hostile_mv], [changed(hostile_mv)]))
     sink_mv = mv("db.core.mv", "compute", "SELECT 1 AS a")
     conn = obj("db.conn.kc", "connection")
     sink = obj("db.out.sink", "sink", cluster="sinks", deps=["db.core.mv", "db.conn.kc"],
@@ -269,6 +279,21 @@ def test_hostile_names_stay_one_identifier(plans, batch):
             assert "; DROP TABLE t; --\"" not in row["statement"].replace(quote(HOSTILE), "")
 
 
+def test_hostile_schema_cluster_and_index_names_stay_identifiers(plans, batch):
+    """Every statement blue-green and in-place write for them: outside quoted identifiers, no statement
+    separator, comment or payload survives."""
+    seen = set()
+    for strategy in ("blue-green", "in-place"):
+        rows = rows_of(plans, batch, strategy, "hostile_everywhere")
+        for row in rows:
+            outside = QUOTED.sub("", row["statement"])
+            assert ";" not in outside and "--" not in outside and "DROP SCHEMA x" not in outside, row["statement"]
+            seen.add((strategy, row["object_type"], row["action"]))
+    actions = {(t, a) for s, t, a in seen if s == "blue-green"}
+    assert {("schema", "CREATE"), ("cluster", "CREATE"), ("object", "CREATE"), ("index", "CREATE"),
+            ("schema", "SWAP"), ("cluster", "SWAP"), ("schema", "DROP"), ("cluster", "DROP")} <= actions, actions
+
+
 def test_destructive_operations_need_permission(plans, batch):
     rows = rows_of(plans, batch, "in-place", "changed_table")
     drop = next(r for r in rows if r["phase"] == "teardown" and r["name"] == "events")
@@ -326,12 +351,19 @@ def test_broken_plans_fail_an_invariant(batch, dialect, plans):
           "nothing the plan removes is still read by an object that stays", "in-place")
 
 
-def test_cycle_is_an_error_naming_the_objects(spark):
+@pytest.mark.parametrize("local_rows", [10_000, 0])  # held as local rows, or as checkpointed blocks
+def test_cycle_is_an_error_naming_the_objects(spark, local_rows):
     nodes = spark.createDataFrame([(n,) for n in "abcde"], "node string")
-    edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "c"), ("b", "d"), ("e", "d")], "node string, waits_for string")
-    with pytest.raises(CycleError, match=r"dependency cycle: b -> a|b -> d -> c -> b"):
-        dependency_steps(nodes, edges).collect()
-    with pytest.raises(CycleError) as info:
-        dependency_steps(nodes, edges)
-    assert "a" not in str(info.value).split(": ", 1)[1].split(" -> ")  # a is not on the cycle
-    assert sorted(set(str(info.value).split(": ", 1)[1].split(" -> "))) == ["b", "c", "d"]
+    edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "c"), ("b", "d"), ("e", "d")],
+                                  "node string, waits_for_node string")
+    with pytest.raises(CycleError, match=r"^dependency cycle: b -> d -> c -> b$"):  # a and e are not on it
+        dependency_steps(nodes, edges, ["node"], local_rows)
+
+
+@pytest.mark.parametrize("local_rows", [10_000, 0])
+def test_steps_are_the_longest_path_from_the_roots(spark, local_rows):
+    nodes = spark.createDataFrame([(n,) for n in "abcdef"], "node string")
+    edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x")],
+                                  "node string, waits_for_node string")  # x is not a node: e waits for nothing
+    steps = {r["node"]: r["step"] for r in dependency_steps(nodes, edges, ["node"], local_rows).collect()}
+    assert steps == {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}

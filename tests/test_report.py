@@ -27,16 +27,6 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory):
-    """The bundled example, run with ``--report``: (output root, the page it wrote)."""
-    folder = tmp_path_factory.mktemp("example")
-    out, page = str(folder / "out"), folder / "run-report.html"
-    assert main(["run", "--old", str(EXAMPLE / "old.yaml"), "--new", str(EXAMPLE / "new.yaml"), "--out", out,
-                 "--run-id", "example", "--report", str(page)]) == 0
-    return out, page
-
-
-@pytest.fixture(scope="module")
 def browser():
     assert os.access(CHROMIUM, os.X_OK), f"{CHROMIUM}: Chromium is not installed (apt-get install chromium)"
     with sync_playwright() as playwright:
@@ -74,8 +64,8 @@ def dirty_keys(out: str, run_id: str) -> set[str]:
     return {show_name((r["database"], r["schema"], r["name"])) for r in rows}
 
 
-def test_run_report_matches_the_report_command(example, tmp_path, capsys):
-    out, page = example
+def test_run_report_matches_the_report_command(example_run, tmp_path, capsys):
+    out, page = str(example_run.out), example_run.page
     again = tmp_path / "again.html"
     assert main(["report", "--out", out, "--html", str(again)]) == 0
     assert capsys.readouterr().out.strip() == f"report of run example (succeeded): {again}"
@@ -83,13 +73,14 @@ def test_run_report_matches_the_report_command(example, tmp_path, capsys):
     assert main(["report", "--out", str(tmp_path / "none"), "--html", str(again)]) == 2
 
 
-def test_example_page_in_chromium(example, browser):
-    out, page = example
+def test_example_page_in_chromium(example_run, expected, browser):
+    out, page = str(example_run.out), example_run.page
+    dirty = expected["counts"]["dirty_stmts"]
     visit = Visit(browser, page)
     visit.check_self_contained(page)
     tables = RunTables.open(out)
     keys = visit.keys()
-    assert len(keys) == len(set(keys)) == tables.run["dirty_stmts"] == 7
+    assert len(keys) == len(set(keys)) == tables.run["dirty_stmts"] == dirty
     assert set(keys) == dirty_keys(out, "example")
     assert visit.page.get_attribute("#dirty-graph", "data-mode") == "objects"
     changed = visit.page.eval_on_selector_all("#dirty-graph g.node", "ns => ns.filter(n => n.querySelector"
@@ -102,8 +93,8 @@ def test_example_page_in_chromium(example, browser):
     expected = {e for e in expected if set(e) <= set(keys)}
     assert visit.page.locator("#dirty-graph path.edge").count() == len(expected) > 0
     rounds = tables.rows("run_rounds")
-    assert visit.page.locator("#rounds-chart rect.bar").count() == len(rounds) == 5 * 3
-    assert visit.page.locator("#dirty-objects tbody tr").count() == 7
+    assert visit.page.locator("#rounds-chart rect.bar").count() == len(rounds) == expected["rounds"] * 3
+    assert visit.page.locator("#dirty-objects tbody tr").count() == dirty
     phases = visit.page.eval_on_selector_all("#plan summary", "s => s.map(e => e.textContent.split(':')[0])")
     assert phases == ["stage", "swap", "post-swap", "cleanup"]
 
@@ -111,8 +102,8 @@ def test_example_page_in_chromium(example, browser):
     visible = visit.page.locator("#dirty-objects tbody tr:not(.hidden)")
     assert sorted(visible.all_inner_texts()) == sorted(t for t in visit.page.locator(
         "#dirty-objects tbody tr").all_inner_texts() if "flippers" in t.lower())
-    assert 0 < visible.count() < 7
-    assert visit.page.locator("#dirty-graph g.node.dim").count() == 7 - len(
+    assert 0 < visible.count() < dirty
+    assert visit.page.locator("#dirty-graph g.node.dim").count() == dirty - len(
         [k for k in keys if "flippers" in k])
     visit.page.click('#dirty-graph g.node[data-key="materialize.public.flip_activities"]')
     assert visit.page.input_value("#search") == "materialize.public.flip_activities"
@@ -127,8 +118,8 @@ def test_example_page_in_chromium(example, browser):
     visit.check_self_contained(page)
 
 
-def test_large_runs_show_schemas(example, browser, tmp_path):
-    out, _ = example
+def test_large_runs_show_schemas(example_run, browser, tmp_path):
+    out = str(example_run.out)
     page = tmp_path / "schemas.html"
     write_report(RunTables.open(out), str(page), {"max_graph_nodes": 3})
     visit = Visit(browser, page)

@@ -163,7 +163,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
             inputs = result.inputs = PlanInputs(
                 dirty_stmts=result.tables["dirty_stmts"], dirty_clusters=result.tables["dirty_clusters"],
                 dirty_schemas=result.tables["dirty_schemas"], old=old, new=new, dialect=settings.dialect,
-                suffix=deploy_suffix(settings.run_id, settings.deploy_suffix),
+                suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), local_rows=settings.local_rows,
                 verbatim_kinds=settings.sql.verbatim_kinds)
             plan = build_plan(inputs, settings.strategy).localCheckpoint()
             check_statements(plan, settings.dialect.max_identifier_length)

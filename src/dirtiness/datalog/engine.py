@@ -54,10 +54,25 @@ def local_batch(spark: SparkSession, rows: list[tuple], arity: int) -> Batch:
     return Batch(local_frame(spark, rows, schema), len(rows), rows)
 
 
+def hold(frame: DataFrame, local_rows: int, try_local: bool = True) -> Batch:
+    """A frame materialized as the engine holds a round: at most ``local_rows`` rows become a local
+    relation (one job, and nothing to shuffle when joined), more become checkpointed blocks.
+
+    ``try_local=False`` when the frame is known to be large: a failed attempt computes it twice.
+    """
+    if local_rows and try_local:
+        rows = frame.limit(local_rows + 1).collect()
+        if len(rows) <= local_rows:
+            return Batch(local_frame(frame.sparkSession, rows, frame.schema), len(rows), rows)
+    held = frame.localCheckpoint(eager=False)
+    return Batch(held, held.count())
+
+
 def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
     """Rows on the driver as a local relation: from Arrow, Spark plans it as a local table with its
     exact size (from Python objects it would be an RDD of unknown size, joined by shuffling)."""
-    types = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.StringType(): pa.string()}
+    types = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.StringType(): pa.string(),
+             T.BooleanType(): pa.bool_()}
     columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
     table = pa.table({f.name: pa.array(list(c), types[f.dataType]) for f, c in zip(schema.fields, columns)})
     return spark.createDataFrame(table, schema)

@@ -53,6 +53,7 @@ class PlanInputs:
     new: Snapshot
     dialect: Dialect
     suffix: str                # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
+    local_rows: int            # the engine's small-data threshold, for the step computation
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
 
 

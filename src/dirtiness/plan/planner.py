@@ -15,16 +15,30 @@ TYPE_ORDER = ("schema", "cluster", "object", "index")
 
 
 def build_plan(inputs: PlanInputs, strategy: str) -> DataFrame:
-    """The plan rows with ``seq`` (phase, step, object type, then names and action), and ``error``."""
+    """The plan rows with ``seq`` (phase, step, object type, then names and action), and ``error``.
+
+    ``seq`` is numbered without a single-partition window: rows are numbered
+    within their (phase, step, object type, database, schema) group in
+    parallel, and each group starts after the rows of the groups before it
+    (offsets from one small aggregation: one row per group).
+    """
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    plan = STRATEGIES[strategy](inputs).select(*PLAN_COLUMNS.names, "error")
     type_rank = F.create_map(*(x for i, t in enumerate(TYPE_ORDER) for x in (F.lit(t), F.lit(i))))
-    order = Window.orderBy("phase_order", "step", F.element_at(type_rank, F.col("object_type")),
-                           F.col("database").asc_nulls_first(), F.col("schema").asc_nulls_first(),
-                           F.col("name").asc_nulls_first(), "action", F.col("target_schema").asc_nulls_first())
-    return plan.withColumn("seq", F.row_number().over(order)).select(
-        *PLAN_COLUMNS.names[:4], "seq", *PLAN_COLUMNS.names[4:], "error")
+    plan = (STRATEGIES[strategy](inputs).select(*PLAN_COLUMNS.names, "error")
+            .withColumn("type_rank", F.element_at(type_rank, F.col("object_type"))))
+    group = ["phase_order", "step", "type_rank", "database", "schema"]
+    group_order = [F.col("phase_order"), F.col("step"), F.col("type_rank"), F.col("database").asc_nulls_first(),
+                   F.col("schema").asc_nulls_first()]
+    within = Window.partitionBy(*group).orderBy(F.col("name").asc_nulls_first(), "action",
+                                                 F.col("target_schema").asc_nulls_first())
+    offsets = (plan.groupBy(*group).count()
+               .select(*group, (F.sum("count").over(Window.orderBy(*group_order)) - F.col("count")).alias("offset")))
+    numbered = plan.withColumn("n", F.row_number().over(within))
+    joined = numbered.join(F.broadcast(offsets).select(*(F.col(c).alias(f"g_{c}") for c in group), "offset"),
+                           [F.col(c).eqNullSafe(F.col(f"g_{c}")) for c in group])
+    return joined.select(*PLAN_COLUMNS.names[:4], (F.col("offset") + F.col("n")).cast("int").alias("seq"),
+                         *PLAN_COLUMNS.names[4:], "error")
 
 
 def check_statements(plan: DataFrame, max_identifier_length: int | None, shown: int = 5) -> None:

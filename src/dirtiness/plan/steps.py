@@ -1,74 +1,84 @@
-"""Plan steps from dependencies, on Spark: the longest path from the roots.
+"""Plan steps from dependencies: the longest path from the roots, peeled round by round.
 
-Peeling in rounds (Kahn's algorithm, level by level): step 0 is every node
-that waits for nothing in the set; a node gets step ``k`` once everything it
-waits for has a step below ``k``, so its step is one more than the largest
-step it waits for. Each round only joins the nodes released in the previous
-round, cuts the lineage, and counts in one Spark job. When a round releases
-nothing while nodes still wait, those nodes sit on or behind a cycle: the
-error names the objects of one cycle.
+Kahn's algorithm, level by level: step 0 is every node that waits for
+nothing in the set; a node gets step ``k`` once everything it waits for has
+a step below ``k``, so its step is one more than the largest step it waits
+for. Each round joins only the nodes released by the previous one, and holds
+its result the way the rule engine holds a round (``datalog.engine.hold``):
+a local relation while it is small, checkpointed blocks when it is not. When
+a round releases nothing while nodes still wait, those nodes sit on or
+behind a cycle: the error names the objects of one cycle.
 """
 
 from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..datalog.engine import Batch, hold
 from ..errors import InputError
 from ..model import KEY
 
 CYCLE_EDGES_LIMIT = 200_000  # edges among the blocked nodes fetched to name one cycle
+WAITS = "waits_for_"         # prefix of the key columns of what a node waits for
 
 
 class CycleError(InputError):
     """A dependency cycle among the objects to plan (exit 2)."""
 
 
-def dependency_steps(nodes: DataFrame, edges: DataFrame) -> DataFrame:
-    """``node, step`` for every node.
+def dependency_steps(nodes: DataFrame, edges: DataFrame, keys: list[str], local_rows: int) -> DataFrame:
+    """``keys + [step]`` for every node.
 
-    ``nodes`` has a ``node`` column (any comparable type); ``edges`` has
-    ``node`` and ``waits_for``: ``node`` must come after ``waits_for``. Edges
-    with an end outside ``nodes`` impose nothing.
+    ``nodes`` has the ``keys`` columns; ``edges`` has ``keys`` (the node) and
+    the same columns prefixed ``waits_for_``: the node must come after that
+    one. Edges with an end outside ``nodes`` impose nothing.
     """
-    nodes = nodes.select("node").distinct().localCheckpoint()  # read by several jobs below
-    inside = (edges.select("node", "waits_for").distinct()
-              .join(nodes, "node", "left_semi")
-              .join(nodes.withColumnRenamed("node", "waits_for"), "waits_for", "left_semi")
-              .localCheckpoint())
-    waiting = inside.groupBy("node").agg(F.count(F.lit(1)).alias("missing"))
-    ready = nodes.join(waiting, "node", "left_anti").withColumn("step", F.lit(0)).localCheckpoint()
-    steps, step = [ready], 0
-    while True:
+    waits = [WAITS + k for k in keys]
+    held = hold(nodes.select(*keys).distinct(), local_rows)
+    inside = hold(edges.select(*keys, *waits).distinct()
+                  .join(held.frame, keys, "left_semi")
+                  .join(held.frame.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits, "left_semi"),
+                  local_rows, held.local)
+    waiting = hold(inside.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias("missing")), local_rows, inside.local)
+    ready = held.frame.join(waiting.frame, keys, "left_anti").select(*keys, F.lit(0).alias("step"))
+    steps, step, local = [ready], 0, waiting.local
+    while waiting.count:
         step += 1
-        released = (inside.join(ready.select(F.col("node").alias("waits_for")), "waits_for")
-                    .groupBy("node").agg(F.count(F.lit(1)).alias("released")))
-        updated = (waiting.join(released, "node", "left")
-                   .select("node", (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing"))
-                   .localCheckpoint(eager=False))
-        counts = {row["done"]: row["count"] for row in
-                  updated.groupBy((F.col("missing") == 0).alias("done")).count().collect()}
-        ready = updated.where(F.col("missing") == 0).select("node", F.lit(step).alias("step"))
-        waiting = updated.where(F.col("missing") > 0)
-        if counts.get(True):
-            steps.append(ready)
-        if not counts.get(False):
-            return reduce(DataFrame.unionByName, steps)
-        if not counts.get(True):
-            raise CycleError(f"dependency cycle: {' -> '.join(_one_cycle(inside, waiting))}")
+        released = (inside.frame.join(ready.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits)
+                    .groupBy(*keys).agg(F.count(F.lit(1)).alias("released")))
+        updated = hold(waiting.frame.join(released, keys, "left")
+                       .select(*keys, (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing")),
+                       local_rows, waiting.local)
+        done = _count_done(updated)
+        if not done:
+            raise CycleError(f"dependency cycle: {' -> '.join(_one_cycle(inside.frame, updated.frame, keys))}")
+        ready = updated.frame.where(F.col("missing") == 0).select(*keys, F.lit(step).alias("step"))
+        steps.append(ready)
+        waiting = Batch(updated.frame.where(F.col("missing") > 0), updated.count - done)
+        local = local and updated.local
+    return hold(reduce(DataFrame.unionByName, steps), local_rows, local).frame
 
 
-def _one_cycle(edges: DataFrame, waiting: DataFrame) -> list[str]:
+def _count_done(batch: Batch) -> int:
+    if batch.local:
+        return sum(1 for row in batch.rows if row["missing"] == 0)
+    return batch.frame.where(F.col("missing") == 0).count()
+
+
+def _one_cycle(edges: DataFrame, waiting: DataFrame, keys: list[str]) -> list[str]:
     """A cycle among the blocked nodes: each waits for another blocked node, so walking must loop."""
-    blocked = waiting.select("node")
-    among = (edges.join(blocked, "node", "left_semi")
-             .join(blocked.withColumnRenamed("node", "waits_for"), "waits_for", "left_semi")
-             .orderBy("node", "waits_for").limit(CYCLE_EDGES_LIMIT).collect())
+    waits = [WAITS + k for k in keys]
+    blocked = waiting.select(*keys)
+    among = (edges.join(blocked, keys, "left_semi")
+             .join(blocked.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits, "left_semi")
+             .orderBy(*keys, *waits).limit(CYCLE_EDGES_LIMIT).collect())
+    shown = [k for k in keys if k != "group"]
     successors: dict = {}
     for row in among:
-        successors.setdefault(_show(row["node"]), []).append(_show(row["waits_for"]))
+        successors.setdefault(".".join(row[k] for k in shown), []).append(".".join(row[WAITS + k] for k in shown))
     path, seen = [], {}
     current = min(successors)
     while current not in seen and current in successors:
@@ -79,38 +89,31 @@ def _one_cycle(edges: DataFrame, waiting: DataFrame) -> list[str]:
     return cycle + [current]
 
 
-def _show(node) -> str:
-    if hasattr(node, "asDict"):
-        return ".".join(str(v) for k, v in node.asDict().items() if k != "group")
-    return str(node)
-
-
 def dependency_edges(dependencies: DataFrame, dependents_first: bool = False) -> DataFrame:
-    """``node, waits_for`` from a snapshot's dependencies: an object waits for what it reads from,
-    or, with ``dependents_first`` (dropping), for what reads from it."""
-    reader = F.struct(*(F.col(k).alias(k) for k in KEY))
-    source = F.struct(*(F.col(f"dep_{k}").alias(k) for k in KEY))
+    """``database, schema, name`` and ``waits_for_*`` from a snapshot's dependencies: an object waits
+    for what it reads from, or, with ``dependents_first`` (dropping), for what reads from it."""
+    reader, source = list(KEY), [f"dep_{k}" for k in KEY]
     if dependents_first:
         reader, source = source, reader
-    return dependencies.select(reader.alias("node"), source.alias("waits_for"))
+    return dependencies.select(*(F.col(c).alias(k) for c, k in zip(reader, KEY)),
+                               *(F.col(c).alias(WAITS + k) for c, k in zip(source, KEY)))
 
 
-def with_steps(groups: dict[str, tuple[DataFrame, DataFrame]]) -> dict[str, DataFrame]:
+def with_steps(groups: dict[str, tuple[DataFrame, DataFrame]], local_rows: int) -> dict[str, DataFrame]:
     """For each group ``name: (objects, edges)``, the objects plus their ``step`` among themselves.
 
     All groups share one loop: nodes and edges are tagged with their group,
     so no edge crosses groups.
     """
-    def tagged(group: str, value: str) -> Column:
-        return F.struct(F.lit(group).alias("group"), *(F.col(f"{value}.{k}").alias(k) for k in KEY))
+    keys = ["group", *KEY]
 
-    nodes = reduce(DataFrame.unionByName, [
-        objects.select(F.struct(F.lit(group).alias("group"), *KEY).alias("node"))
-        for group, (objects, _) in groups.items()])
+    def tagged(frame: DataFrame, group: str, columns: list[str]) -> DataFrame:
+        return frame.select(F.lit(group).alias("group"), *columns)
+
+    nodes = reduce(DataFrame.unionByName, [tagged(objects, group, list(KEY)) for group, (objects, _) in groups.items()])
     edges = reduce(DataFrame.unionByName, [
-        edges.select(tagged(group, "node").alias("node"), tagged(group, "waits_for").alias("waits_for"))
+        tagged(edges, group, [*KEY, *(WAITS + k for k in KEY)]).withColumn(WAITS + "group", F.col("group"))
         for group, (_, edges) in groups.items()])
-    steps = dependency_steps(nodes, edges).select(
-        F.col("node.group").alias("group"), *(F.col(f"node.{k}").alias(k) for k in KEY), "step").localCheckpoint()
+    steps = dependency_steps(nodes, edges, keys, local_rows)
     return {group: objects.join(steps.where(F.col("group") == group).drop("group"), list(KEY))
             for group, (objects, _) in groups.items()}
