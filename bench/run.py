@@ -34,7 +34,7 @@ from dirtiness.changeset.dirty_sets import column_names  # noqa: E402
 from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.datalog.naive import evaluate_naive  # noqa: E402
 from dirtiness.job import Hooks, compute, publish  # noqa: E402
-from dirtiness.model import BASE_RELATIONS, OBJECT_DOMAIN
+from dirtiness.model import BASE_RELATIONS, OBJECT_DOMAIN  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 from dirtiness.settings import RunParams, resolve  # noqa: E402
 from dirtiness.store.delta import DeltaStore, choose_backend  # noqa: E402
@@ -113,6 +113,10 @@ def main() -> None:
         "round_median_s": round(statistics.median(r["seconds"] for r in rounds), 3) if rounds else None,
         "generate_s": round(generate_s, 2),
     }
+    if args.example:  # the golden file the tests and the README are checked against
+        golden = json.loads((PROJECT_ROOT / "examples" / "expected.json").read_text())
+        report["golden"] = (summary["counts"] == golden["counts"] and summary["plan"] == golden["plan"]
+                            and summary["rounds"] == golden["rounds"])
     if not args.no_floor:
         facts = DeltaStore(spark, out)
         floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id),

@@ -1,4 +1,12 @@
-"""One SparkSession for the whole test run (startup costs 7-10 s)."""
+"""One SparkSession for the whole test run (startup costs 7-10 s), and the suite in tiers.
+
+Tier 1, pure Python (parsing, checking, settings, SQL rewriting, read-back of
+hand-made tables, report layout), runs first and needs no Spark session;
+``pytest -m "not spark"`` runs it alone in seconds. Tier 2 shares one session,
+one run of the bundled example (``example_run``) and one run of the seed
+scenarios (``seeds``). Tests that start their own processes or servers
+(spark-submit, PostgreSQL, Chromium) come last.
+"""
 
 import json
 import os
@@ -38,6 +46,23 @@ def seeds(spark, tmp_path_factory):
     from seeds import run_seeds
 
     return run_seeds(spark, tmp_path_factory)
+
+
+OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browsers
+
+
+def pytest_collection_modifyitems(config, items):
+    """Pure tests first, then Spark tests, then those with their own processes; each tier keeps file order."""
+    def tier(item) -> int:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & set(OWN_PROCESSES) or item.get_closest_marker("processes"):
+            return 2
+        return 1 if "spark" in names else 0
+
+    for item in items:
+        if tier(item):
+            item.add_marker(pytest.mark.spark)
+    items.sort(key=tier)  # stable: file order within a tier
 
 
 @dataclass

@@ -32,13 +32,16 @@ def random_scenario(rng: random.Random, number: int) -> Scenario:
         ref = (database, schema, f"{rng.choice(NAMES)}{rng.randint(0, 3)}")
         if ref not in refs:
             refs.append(ref)
-    old = []
-    for i, ref in enumerate(refs):
-        deps = [list(d) for d in rng.sample(refs[:i], min(i, rng.randint(0, 2)))]
-        indexes = [(f"i{j}", rng.choice(clusters)) for j in range(rng.choice([0, 0, 1, 2]))]
-        old.append(obj(ref, rng.choice(KINDS), hash=rng.choice(["h1", "h1", None]),
+    old, kinds = [], {}
+    for i, ref in enumerate(refs):  # a catalog a database could hold: nothing reads a sink, sinks have no indexes
+        kind = kinds[ref] = rng.choice(KINDS)
+        readable = [r for r in refs[:i] if kinds[r] != "sink"]
+        deps = [list(d) for d in rng.sample(readable, min(len(readable), rng.randint(0, 2)))]
+        indexes = [(f"{ref[2]}_i{j}", rng.choice(clusters))
+                   for j in range(rng.choice([0, 0, 1, 2]) if kind != "sink" else 0)]
+        old.append(obj(ref, kind, hash=rng.choice(["h1", "h1", None]),
                        cluster=rng.choice([None, *clusters]), deps=deps, indexes=indexes,
-                       replacement=rng.random() < 0.15))
+                       replacement=kind == "materialized-view" and rng.random() < 0.3))
     new = []
     for entry in old:
         roll = rng.random()
@@ -52,8 +55,10 @@ def random_scenario(rng: random.Random, number: int) -> Scenario:
         entry["depends_on"] = [d for d in entry["depends_on"] if tuple(d) in names]
     if rng.random() < 0.3:
         new.append(obj(f"db.{rng.choice(schemas)[1]}.added{number}", rng.choice(KINDS), cluster=rng.choice(clusters),
-                       deps=[[*rng.choice(sorted(names))]] if names else []))
-    forced = [f"{d}.{s}" for d, s in rng.sample(schemas, 1)] if rng.random() < 0.15 else []
+                       deps=[[*rng.choice(readable)]] if (readable := sorted(r for r in names
+                                                                              if kinds[r] != "sink")) else []))
+    present = sorted({(e["database"], e["schema"]) for e in new})  # the job refuses a schema the project lacks
+    forced = [f"{d}.{s}" for d, s in rng.sample(present, 1)] if present and rng.random() < 0.15 else []
     return Scenario(f"random{number}", old, new, forced)
 
 

@@ -95,7 +95,7 @@ def _write(path, objects):
     return str(path)
 
 
-def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
+def test_destructive_plan_exits_3_and_publishes_nothing(spark, tmp_path, capsys):
     table = {"database": "d", "schema": "raw", "name": "events", "kind": "table", "hash": "h1"}
     view = {"database": "d", "schema": "raw", "name": "recent", "kind": "view", "hash": "h1",
             "depends_on": ["d.raw.events"]}
@@ -116,7 +116,7 @@ def test_destructive_plan_exits_3_and_publishes_nothing(tmp_path, capsys):
     assert plan.filter(pl.col("destructive"))["name"].to_list() == ["events"]
 
 
-def test_dependency_cycle_exits_2_naming_the_objects(tmp_path, capsys):
+def test_dependency_cycle_exits_2_naming_the_objects(spark, tmp_path, capsys):
     a = {"database": "d", "schema": "s", "name": "a", "kind": "view", "hash": "h1", "depends_on": ["d.s.b"]}
     b = {"database": "d", "schema": "s", "name": "b", "kind": "view", "hash": "h1", "depends_on": ["d.s.a"]}
     old = _write(tmp_path / "old.yaml", [a, b])

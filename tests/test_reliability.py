@@ -56,6 +56,20 @@ GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
     ({"objects": [obj("d.s.a", kind="tabel")]}, "d.s.a: unknown kind 'tabel'"),
     ({"objects": [{**obj("d.s.a"), "schema": " "}]}, "field 'schema' is empty"),
     ({"objects": [obj("d.s.a"), obj("d.s.a")]}, "d.s.a: duplicate object"),
+    ({"objects": [obj("d.s.a", depends_on=["d.ghost"])]}, "d.s.a: dependency 'd.ghost' is not a three-part reference"),
+    ({"objects": [obj("d.s.a", depends_on=[["d", "s", "x", "y"]])]}, "is not a three-part reference"),
+    ({"items": []}, "new.yaml: not a snapshot: expected a document with an 'objects' list"),
+    ({"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}, "7 invalid object(s)"),
+    ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c"}]),
+                  obj("d.s.b", indexes=[{"name": "i", "cluster": "c"}])]},
+     "d.s.b: index 'i' is also an index of d.s.a (index names are unique within a schema)"),
+])
+def test_bad_document_exits_2_before_spark_starts(tmp_path, capsys, new, message):
+    """A document is validated while settings resolve: no session is needed to reject it."""
+    check_exit_2(tmp_path, capsys, new, message)
+
+
+@pytest.mark.parametrize("new, message", [
     ({"objects": [obj("d.s.a", depends_on=["d.s.ghost"])]},
      "new.yaml (new project): 1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost, "
      "which is not in the snapshot"),
@@ -73,12 +87,13 @@ GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
     ({"objects": [obj("d.s.a", kind="materialized-view", cluster="c1",
                       sql="CREATE MATERIALIZED VIEW a IN CLUSTER c2 AS SELECT 1 AS x")]},
      "1 clusters that disagree with the statement's IN CLUSTER: d.s.a: cluster is c1 but its SQL says IN CLUSTER c2"),
-    ({"objects": [obj("d.s.a", depends_on=["d.ghost"])]}, "d.s.a: dependency 'd.ghost' is not a three-part reference"),
-    ({"objects": [obj("d.s.a", depends_on=[["d", "s", "x", "y"]])]}, "is not a three-part reference"),
-    ({"items": []}, "new.yaml: not a snapshot: expected a document with an 'objects' list"),
-    ({"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}, "7 invalid object(s)"),
 ])
-def test_bad_document_exits_2_naming_file_object_problem(tmp_path, capsys, new, message):
+def test_bad_project_exits_2_naming_file_object_problem(spark, tmp_path, capsys, new, message):
+    """Problems found on Spark (dependencies, SQL): exit 2, one line, nothing published."""
+    check_exit_2(tmp_path, capsys, new, message)
+
+
+def check_exit_2(tmp_path, capsys, new, message):
     old = write_yaml(tmp_path / "old.yaml", {"objects": GOOD})
     out = tmp_path / "out"
     assert main(["run", "--old", old, "--new", write_yaml(tmp_path / "new.yaml", new), "--out", str(out)]) == 2
@@ -117,7 +132,7 @@ def write_tables(folder, objects, dependencies=None):
      "(new project): 1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost"),
     ([{"database": "d", "schema": "s", "name": None, "kind": "view"}], None, "objects with an empty name part"),
 ])
-def test_bad_table_form_exits_2(tmp_path, capsys, objects, dependencies, message):
+def test_bad_table_form_exits_2(spark, tmp_path, capsys, objects, dependencies, message):
     new = write_tables(tmp_path / "new", objects, dependencies)
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
     assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
@@ -126,7 +141,7 @@ def test_bad_table_form_exits_2(tmp_path, capsys, objects, dependencies, message
     assert published(str(tmp_path / "out")) == []
 
 
-def test_table_form_missing_column(tmp_path, capsys):
+def test_table_form_missing_column(spark, tmp_path, capsys):
     os.makedirs(tmp_path / "new" / "objects")
     (tmp_path / "new" / "objects" / "part.csv").write_text("database,schema,name\nd,s,a\n")
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
@@ -134,7 +149,7 @@ def test_table_form_missing_column(tmp_path, capsys):
     assert "new/objects: missing column(s) kind" in capsys.readouterr().err
 
 
-def test_forced_schema_must_exist_and_external_databases_are_allowed(tmp_path, capsys):
+def test_forced_schema_must_exist_and_external_databases_are_allowed(spark, tmp_path, capsys):
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
     source = obj("d.raw.src", kind="source", sql="CREATE SOURCE src FROM WEBHOOK BODY FORMAT TEXT CHECK ('open")
     mismatch = obj("d.s.b", sql="CREATE VIEW b AS SELECT * FROM a", depends_on=["d.raw.src"])
@@ -240,7 +255,7 @@ def test_concurrent_runs_into_one_root_give_the_same_rows(spark, tmp_path):
     assert len(table_rows(out, "dirty_stmts", "c0")) == 7
 
 
-def test_if_changed_skips_unchanged_inputs(tmp_path, capsys):
+def test_if_changed_skips_unchanged_inputs(spark, tmp_path, capsys):
     out = str(tmp_path / "out")
     argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", out, "--if-changed"]
     assert main([*argv, "--run-id", "first"]) == 0
@@ -256,6 +271,7 @@ def test_if_changed_skips_unchanged_inputs(tmp_path, capsys):
     assert sorted(r["run_id"] for r in published(out)) == ["first", "third"]
 
 
+@pytest.mark.processes
 def test_sigkill_mid_run_then_retry(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "dirtiness.cli", "run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW,

@@ -7,11 +7,13 @@ import subprocess
 import sys
 
 import polars as pl
+import pytest
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.config import PROJECT_ROOT
 
 
+@pytest.mark.processes
 def test_spark_submit_runs_the_job(tmp_path):
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable)) or shutil.which("spark-submit")
     assert submit, "spark-submit is installed with pyspark"
@@ -35,6 +37,7 @@ def test_spark_submit_runs_the_job(tmp_path):
     assert [(s["rule"], s["cause"]) for s in schemas] == [("forced", "ForcedSchema(materialize, internal)")]
 
 
+@pytest.mark.processes
 def test_spark_submit_bad_input_exits_2(tmp_path):
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable)) or shutil.which("spark-submit")
     result = subprocess.run(

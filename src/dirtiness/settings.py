@@ -17,6 +17,7 @@ from .changeset.rules import load_rules
 from .datalog.check import CheckedProgram
 from .errors import InputError
 from .inputs.references import SqlSettings
+from .inputs.snapshot import read_document
 from .plan.dialect import Dialect
 from .plan.planner import STRATEGIES
 
@@ -64,6 +65,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     for label, path in (("--old", params.old), ("--new", params.new)):
         if not os.path.exists(path):
             raise InputError(f"{path}: no such file or folder ({label})")
+        if not os.path.isdir(path):  # a document is validated now, before Spark starts, and read once
+            read_document(path, keep=True)
     outputs = dict(config["outputs"] or {})
     missing = [t for t in REQUIRED_OUTPUTS if t not in outputs.values()]
     if missing:

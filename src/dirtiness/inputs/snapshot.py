@@ -70,10 +70,31 @@ def missing_dependencies(snapshot: Snapshot, external_databases=()) -> DataFrame
                                    F.lit(", which is not in the snapshot")).alias("detail"))
 
 
-def _load_document(spark: SparkSession, path: str) -> Snapshot:
+@dataclass
+class Document:
+    """A snapshot document parsed and validated in Python: the rows of its three tables."""
+
+    path: str
+    objects: list[tuple]
+    dependencies: list[tuple]
+    indexes: list[tuple]
+
+
+_READ: dict[tuple, Document] = {}  # documents read before Spark started, until their run loads them
+
+
+def read_document(path: str, keep: bool = False) -> Document:
+    """Parse and validate a YAML/JSON snapshot without Spark (bad input fails before a session starts).
+
+    With ``keep``, the rows are kept for ``load_snapshot`` (once), so the file is parsed once per run.
+    """
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
+    if key in _READ:
+        return _READ[key] if keep else _READ.pop(key)
     try:
         with open(path, encoding="utf-8") as handle:
-            document = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            parsed = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -81,11 +102,32 @@ def _load_document(spark: SparkSession, path: str) -> Snapshot:
         raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read: {error}") from None
-    return snapshot_from_document(spark, document, path)
+    document = parse_document(parsed, path)
+    if keep:
+        _READ[key] = document
+    return document
+
+
+def _load_document(spark: SparkSession, path: str) -> Snapshot:
+    return _snapshot(spark, read_document(path))
 
 
 def snapshot_from_document(spark: SparkSession, document, path: str = "<document>") -> Snapshot:
     """A snapshot from a parsed document (``{"objects": [...]}``), validated object by object."""
+    return _snapshot(spark, parse_document(document, path))
+
+
+def _snapshot(spark: SparkSession, document: Document) -> Snapshot:
+    return Snapshot(
+        path=document.path,
+        objects=spark.createDataFrame(document.objects, OBJECTS),
+        dependencies=spark.createDataFrame(document.dependencies, DEPENDENCIES),
+        indexes=spark.createDataFrame(document.indexes, INDEXES),
+    )
+
+
+def parse_document(document, path: str = "<document>") -> Document:
+    """The rows of a parsed document (``{"objects": [...]}``), validated object by object (no Spark)."""
     if not isinstance(document, dict) or "objects" not in document:
         raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list")
     entries = document["objects"]
@@ -95,6 +137,7 @@ def snapshot_from_document(spark: SparkSession, document, path: str = "<document
         raise InputError(f"{path}: 'objects' must be a list, not {type(entries).__name__}")
 
     objects, dependencies, indexes, problems, seen = [], [], [], [], set()
+    index_owner: dict[tuple, tuple] = {}  # (database, schema, index) -> the object it indexes
     for number, entry in enumerate(entries, start=1):
         try:
             key, row, deps, idx = _parse_object(entry, number)
@@ -105,17 +148,18 @@ def snapshot_from_document(spark: SparkSession, document, path: str = "<document
             problems.append(f"{_show(key)}: duplicate object")
             continue
         seen.add(key)
+        clash = [i[0] for i in idx if index_owner.setdefault((*key[:2], i[0]), key) != key]
+        if clash:  # an index lives in its object's schema, beside the other indexes there
+            owner = index_owner[(*key[:2], clash[0])]
+            problems.append(f"{_show(key)}: index {clash[0]!r} is also an index of {_show(owner)} "
+                            f"(index names are unique within a schema)")
+            continue
         objects.append(row)
         dependencies.extend((*key, *dep) for dep in deps)
         indexes.extend((*key, *i) for i in idx)
     if problems:
         raise InputError(summarize(problems, f"{path}: {len(problems)} invalid object(s)"))
-    return Snapshot(
-        path=path,
-        objects=spark.createDataFrame(objects, OBJECTS),
-        dependencies=spark.createDataFrame(dependencies, DEPENDENCIES),
-        indexes=spark.createDataFrame(indexes, INDEXES),
-    )
+    return Document(path, objects, dependencies, indexes)
 
 
 class _Problem(ValueError):
@@ -252,6 +296,9 @@ def _validate_tables(snapshot: Snapshot) -> None:
         "objects whose replacement is not true or false":
             objects.where(F.col("replacement").isNull()).select(shown.alias("detail")),
         "duplicate objects": objects.groupBy(*key).count().where(F.col("count") > 1).select(shown.alias("detail")),
+        "index names used twice in a schema (index names are unique within a schema)":
+            snapshot.indexes.groupBy("database", "schema", "index_name").agg(F.countDistinct("name").alias("n"))
+            .where(F.col("n") > 1).select(F.concat_ws(".", "database", "schema", "index_name").alias("detail")),
     })
     for problem, (details, total) in found.items():
         raise InputError(summarize(details, f"{snapshot.path}: {total} {problem}", total=total))
