@@ -8,6 +8,7 @@ last, so a reader that follows ``runs`` only ever sees finished runs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import datetime as dt
 import logging
 import os
@@ -90,6 +91,7 @@ class RunResult:
         for frame in self.cached:
             frame.unpersist()
         self.cached.clear()
+        gc.collect()  # py4j frees a Java object only once its Python proxy is collected
 
 
 def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) -> dict:
