@@ -8,8 +8,8 @@ last, so a reader that follows ``runs`` only ever sees finished runs.
 from __future__ import annotations
 
 import contextlib
-import gc
 import datetime as dt
+import gc
 import logging
 import os
 import time
