@@ -112,7 +112,11 @@ def test_all_problems_of_one_kind_in_one_line(tmp_path, capsys):
     assert "d.s.o0: unknown kind 'nope'" in err and "d.s.o4" in err and "(and 2 more)" in err
 
 
-def write_tables(folder, objects, dependencies=None):
+def write_tables(folder, objects, dependencies=None, indexes=None):
+    if indexes is not None:
+        os.makedirs(folder / "indexes")
+        pl.DataFrame(indexes, schema=["database", "schema", "name", "index_name", "cluster"],
+                     orient="row").write_parquet(folder / "indexes" / "part.parquet")
     os.makedirs(folder / "objects")
     columns = ["database", "schema", "name", "kind", "hash", "replacement"]
     pl.DataFrame([{c: o.get(c) for c in columns} for o in objects], schema={c: pl.String for c in columns}) \
@@ -131,9 +135,12 @@ def write_tables(folder, objects, dependencies=None):
     ([obj("d.s.a")], [("d", "s", "a", "d", "s", "ghost")],
      "(new project): 1 dependencies on objects not in the snapshot: d.s.a: depends on d.s.ghost"),
     ([{"database": "d", "schema": "s", "name": None, "kind": "view"}], None, "objects with an empty name part"),
+    ([obj("d.s.a"), obj("d.s.b")], "INDEXES",
+     "1 index names used twice in a schema (index names are unique within a schema): d.s.i"),
 ])
 def test_bad_table_form_exits_2(spark, tmp_path, capsys, objects, dependencies, message):
-    new = write_tables(tmp_path / "new", objects, dependencies)
+    indexes = [("d", "s", "a", "i", "c"), ("d", "s", "b", "i", "c")] if dependencies == "INDEXES" else None
+    new = write_tables(tmp_path / "new", objects, None if indexes else dependencies, indexes)
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
     assert main(["run", "--old", old, "--new", new, "--out", str(tmp_path / "out")]) == 2
     err = error_lines(capsys.readouterr().err)
