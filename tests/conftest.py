@@ -32,6 +32,11 @@ TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2,
 
 @pytest.fixture(scope="session")
 def spark():
+    from pyspark.sql import SparkSession
+
+    # A test that reached Spark without this fixture would have started the JVM with the job's own
+    # settings (a 4g heap, not the suite's): it must ask for ``spark`` so that it runs in the Spark tier.
+    assert SparkSession.getActiveSession() is None, "a test started Spark without the spark fixture"
     config = load_config()
     config["spark"]["conf"].update(TEST_SPARK)
     session = build_session(config)

@@ -69,7 +69,7 @@ def slow() -> tuple[list, list]:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+def batch(spark, tmp_path_factory):
     """Every project of this module as one old and one new snapshot, and the plans of both strategies."""
     rng = random.Random(SEED)
     projects = [random_project(rng, f"p{k}") for k in range(RANDOM_PROJECTS)]

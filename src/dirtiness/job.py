@@ -26,6 +26,7 @@ from .errors import InputError, PolicyError
 from .inputs.references import resolve_statements
 from .inputs.snapshot import load_snapshot
 from .model import BY_NAME, KEY
+from .session import session_settings
 from .plan.blue_green import needing_attention
 from .plan.invariants import check_invariants
 from .plan.operations import PlanInputs, deploy_suffix
@@ -85,6 +86,7 @@ class RunResult:
     needing_attention: list[str]
     verbatim: list[str]
     cached: list[DataFrame] = field(default_factory=list)
+    small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
 
     def release(self) -> None:
         """A long-lived session (notebook, job cluster) must not keep a run's data."""
@@ -132,10 +134,17 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
                        tables={}, plan=None, phases={}, rounds=[], seconds=clock.seconds, evaluation=None,
                        inputs=None, needing_attention=[], verbatim=[])
     cached = result.cached
+    small_catalog = contextlib.ExitStack()  # the session's own settings come back however compute ends
     try:
         with clock("load"):
             old, new = load_snapshot(spark, settings.old), load_snapshot(spark, settings.new)
             cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
+            if settings.local_rows and settings.small_catalog_conf:
+                objects = old.objects.count() + new.objects.count()
+                if objects <= settings.local_rows:
+                    result.small_catalog = True
+                    log.info("small catalog (%d objects): computed with %s", objects, settings.small_catalog_conf)
+                    small_catalog.enter_context(session_settings(spark, settings.small_catalog_conf))
             new = resolve_statements(new, settings.sql, list(settings.external_databases), side="new")
             old = resolve_statements(old, settings.sql, list(settings.external_databases), side="old")
             cached += [old.objects, old.dependencies, new.objects, new.dependencies]
@@ -182,6 +191,8 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     except BaseException:
         result.release()
         raise
+    finally:
+        small_catalog.close()
 
 
 def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
@@ -228,6 +239,7 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
         "rules": settings.checked.path,
         "strategy": settings.strategy,
         "delta_backend": store.backend,
+        "small_catalog": result.small_catalog,
         "counts": counts,
         "plan": result.phases,
         "needing_attention": result.needing_attention,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
 from .config import PROJECT_ROOT
+from .settings import spark_settings
 
 
 def build_session(config: dict, set_master: bool = True) -> SparkSession:
@@ -23,7 +26,7 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
     builder = SparkSession.builder.appName(spark_conf.get("app_name", "dirtiness"))
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
-    settings = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (spark_conf.get("conf") or {}).items()}
+    settings = spark_settings(spark_conf.get("conf"))
     if spark_conf.get("log4j_config"):  # only a JVM started here reads it; spark-submit users pass their own
         path = os.path.join(PROJECT_ROOT / "conf", spark_conf["log4j_config"])
         options = settings.get("spark.driver.extraJavaOptions", "")
@@ -34,3 +37,19 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
         builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
     return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Runtime SQL settings for the length of a block; the session's own come back afterwards."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -56,6 +56,7 @@ class RunSettings:
     interning_buckets: int
     broadcast_rows: int
     local_rows: int
+    small_catalog_conf: dict[str, str]    # session settings while a catalog of at most local_rows objects computes
     deploy_suffix: str                    # the template, filled from the run id by the planner
     delta_backend: str
     fingerprints: dict[str, str]
@@ -94,8 +95,14 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         forced=forced, strategy=strategy, allow_destructive=params.allow_destructive, dialect=dialect,
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
         interning_buckets=_positive(config, "interning_buckets"), broadcast_rows=_positive(config, "broadcast_rows"),
-        local_rows=_positive(config, "local_rows", allow_zero=True), deploy_suffix=config["plan"]["deploy_suffix"],
+        local_rows=_positive(config, "local_rows", allow_zero=True),
+        small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]), deploy_suffix=config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints)
+
+
+def spark_settings(conf: dict | None) -> dict[str, str]:
+    """Spark settings as the session takes them: strings, booleans spelled ``true``/``false``."""
+    return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in (conf or {}).items()}
 
 
 def _forced_schema(text: str) -> tuple[str, str]:
