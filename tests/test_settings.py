@@ -16,6 +16,18 @@ def test_defaults_come_from_the_configuration_file():
     assert (settings.local_rows, settings.broadcast_rows, settings.interning_buckets) == (
         config["local_rows"], config["broadcast_rows"], config["interning_buckets"])
     assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
+    assert settings.small_catalog_objects == config["spark"]["small_catalog_objects"]
+    assert settings.small_catalog_conf == {  # as the session takes them: strings, booleans in lower case
+        key: str(value).lower() if isinstance(value, bool) else str(value)
+        for key, value in config["spark"]["small_catalog_conf"].items()}
+    assert settings.small_catalog_conf["spark.sql.adaptive.enabled"] == "false"
+
+
+def test_a_bad_small_catalog_threshold_is_named():
+    config = load_config()
+    config["spark"]["small_catalog_objects"] = -5
+    with pytest.raises(InputError, match=r"^spark\.small_catalog_objects: expected a non-negative integer, not -5$"):
+        resolve(PARAMS, config)
 
 
 @pytest.mark.parametrize("key, value, message", [

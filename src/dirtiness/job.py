@@ -26,11 +26,11 @@ from .errors import InputError, PolicyError
 from .inputs.references import resolve_statements
 from .inputs.snapshot import load_snapshot
 from .model import BY_NAME, KEY
-from .session import session_settings
 from .plan.blue_green import needing_attention
 from .plan.invariants import check_invariants
 from .plan.operations import PlanInputs, deploy_suffix
 from .plan.planner import build_plan, check_statements, refuse_destructive
+from .session import session_settings
 from .settings import FINGERPRINTS, RunParams, RunSettings, resolve  # noqa: F401 - the job's API
 from .store import run_log
 from .store.delta import RUN_ID, DeltaStore, choose_backend
@@ -139,9 +139,9 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
         with clock("load"):
             old, new = load_snapshot(spark, settings.old), load_snapshot(spark, settings.new)
             cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
-            if settings.local_rows and settings.small_catalog_conf:
+            if settings.small_catalog_objects and settings.small_catalog_conf:
                 objects = old.objects.count() + new.objects.count()
-                if objects <= settings.local_rows:
+                if objects <= settings.small_catalog_objects:
                     result.small_catalog = True
                     log.info("small catalog (%d objects): computed with %s", objects, settings.small_catalog_conf)
                     small_catalog.enter_context(session_settings(spark, settings.small_catalog_conf))

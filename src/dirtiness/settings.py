@@ -56,7 +56,8 @@ class RunSettings:
     interning_buckets: int
     broadcast_rows: int
     local_rows: int
-    small_catalog_conf: dict[str, str]    # session settings while a catalog of at most local_rows objects computes
+    small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
+    small_catalog_conf: dict[str, str]    # the session's settings on that path, while compute runs
     deploy_suffix: str                    # the template, filled from the run id by the planner
     delta_backend: str
     fingerprints: dict[str, str]
@@ -96,6 +97,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
         interning_buckets=_positive(config, "interning_buckets"), broadcast_rows=_positive(config, "broadcast_rows"),
         local_rows=_positive(config, "local_rows", allow_zero=True),
+        small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]), deploy_suffix=config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints)
 
@@ -112,8 +114,8 @@ def _forced_schema(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _positive(config: dict, key: str, allow_zero: bool = False) -> int:
+def _positive(config: dict, key: str, allow_zero: bool = False, section: str = "") -> int:
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
-        raise InputError(f"{key}: expected a {'non-negative' if allow_zero else 'positive'} integer, not {value!r}")
+        raise InputError(f"{section}{key}: expected a {'non-negative' if allow_zero else 'positive'} integer, not {value!r}")
     return value
