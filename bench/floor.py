@@ -1,6 +1,9 @@
 """The floor: a minimal semi-naive reachability loop on the same catalog, in the same session.
 
-Everything downstream of the changed statements along ``depends_on``: per
+Everything downstream of the objects that depend on nothing, along
+``depends_on`` (as many rounds as the catalog is deep, with deltas of
+hundreds to thousands of nodes: the changed statements alone may reach
+nothing in a round or two, which would say little about a round): per
 round one join of the recent nodes with the edges, one anti-join against
 what is known, a cut of the lineage and a count. No provenance, no strata,
 no planning: what a fixed point costs on Spark at the least, to compare
@@ -21,12 +24,13 @@ def _id(*columns: str):
     return F.xxhash64(*columns)
 
 
-def reachability_rounds(depends_on: DataFrame, changed: DataFrame) -> list[dict]:
+def reachability_rounds(depends_on: DataFrame) -> list[dict]:
     """Seconds and new nodes per round, until no new node is found."""
     edges = depends_on.select(_id("dep_database", "dep_schema", "dep_name").alias("src"),
                               _id(*KEY).alias("node")).cache()
     edges.count()
-    known = changed.select(_id(*KEY).alias("node")).distinct().localCheckpoint()
+    roots = edges.select(F.col("src").alias("node")).distinct().join(edges.select("node"), "node", "left_anti")
+    known = roots.localCheckpoint()
     recent = known
     rounds = []
     while True:
