@@ -22,12 +22,10 @@ from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
 EXAMPLE = PROJECT_ROOT / "examples"
-# One session serves ~40 job runs: a larger heap than one production run needs.
-# The status store keeps the last 1,000 jobs, stages and SQL executions (with their plan graphs) by default:
-# over a whole suite that is gigabytes of heap, so the session keeps few.
+# One session serves ~40 job runs: a larger heap than one production run needs (the status store is
+# kept small by conf/job.yaml already).
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "8g",
-              "spark.ui.retainedJobs": 50, "spark.ui.retainedStages": 50, "spark.ui.retainedTasks": 1000,
-              "spark.sql.ui.retainedExecutions": 10, "spark.ui.dagGraph.retainedRootRDDs": 50}
+              "spark.ui.dagGraph.retainedRootRDDs": 50}
 
 
 @pytest.fixture(scope="session")

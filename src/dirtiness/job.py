@@ -140,7 +140,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
             old, new = load_snapshot(spark, settings.old), load_snapshot(spark, settings.new)
             cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
             if settings.small_catalog_objects and settings.small_catalog_conf:
-                objects = old.objects.count() + new.objects.count()
+                objects = old.objects.select(*KEY).unionByName(new.objects.select(*KEY)).count()  # fills both caches
                 if objects <= settings.small_catalog_objects:
                     result.small_catalog = True
                     log.info("small catalog (%d objects): computed with %s", objects, settings.small_catalog_conf)

@@ -10,7 +10,6 @@ from typing import Iterator
 from pyspark.sql import SparkSession
 
 from .config import PROJECT_ROOT
-from .settings import spark_settings
 
 
 def build_session(config: dict, set_master: bool = True) -> SparkSession:
@@ -37,6 +36,11 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
         builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
     return builder.getOrCreate()
+
+
+def spark_settings(conf: dict | None) -> dict[str, str]:
+    """Spark settings as the session takes them: strings, booleans spelled ``true``/``false``."""
+    return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in (conf or {}).items()}
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from .inputs.references import SqlSettings
 from .inputs.snapshot import read_document
 from .plan.dialect import Dialect
 from .plan.planner import STRATEGIES
+from .session import spark_settings
 
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the plan reads them
@@ -98,13 +99,9 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         interning_buckets=_positive(config, "interning_buckets"), broadcast_rows=_positive(config, "broadcast_rows"),
         local_rows=_positive(config, "local_rows", allow_zero=True),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
-        small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]), deploy_suffix=config["plan"]["deploy_suffix"],
+        small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
+        deploy_suffix=config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints)
-
-
-def spark_settings(conf: dict | None) -> dict[str, str]:
-    """Spark settings as the session takes them: strings, booleans spelled ``true``/``false``."""
-    return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in (conf or {}).items()}
 
 
 def _forced_schema(text: str) -> tuple[str, str]:
@@ -117,5 +114,6 @@ def _forced_schema(text: str) -> tuple[str, str]:
 def _positive(config: dict, key: str, allow_zero: bool = False, section: str = "") -> int:
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
-        raise InputError(f"{section}{key}: expected a {'non-negative' if allow_zero else 'positive'} integer, not {value!r}")
+        wanted = "non-negative" if allow_zero else "positive"
+        raise InputError(f"{section}{key}: expected a {wanted} integer, not {value!r}")
     return value
