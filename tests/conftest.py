@@ -24,8 +24,11 @@ from dirtiness.session import build_session  # noqa: E402
 EXAMPLE = PROJECT_ROOT / "examples"
 # One session serves ~40 job runs: a larger heap than one production run needs (the status store is
 # kept small by conf/job.yaml already).
+# Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
+# hash table takes at least one, however few its rows; the suite's hundreds of tiny broadcasts held
+# gigabytes. Not for the job: at 1M objects its sorts ran many times slower with 2 MiB pages.
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "8g",
-              "spark.ui.dagGraph.retainedRootRDDs": 50}
+              "spark.ui.dagGraph.retainedRootRDDs": 50, "spark.buffer.pageSize": "2m"}
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ finish.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from dataclasses import dataclass
 
@@ -30,6 +31,8 @@ APPLY_LOG = pa.schema([
     pa.field("transaction", pa.string()),  # the database transaction id, where the dialect has transactions
 ])
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class Event:
@@ -47,6 +50,7 @@ class ApplyLog:
     def __init__(self, out: str, run_id: str, attempt: str) -> None:
         self.path = os.path.join(out, "apply_log")
         self.run_id, self.attempt = run_id, attempt
+        self._table = None  # the log as this apply last wrote it
 
     def states(self) -> dict[int, dict]:
         """The latest row of each operation of this run that has one."""
@@ -64,12 +68,29 @@ class ApplyLog:
 
     def write(self, events: list[Event]) -> None:
         """One Delta commit for all of ``events``."""
-        from deltalake import write_deltalake
+        from deltalake import DeltaTable, write_deltalake
 
         if not events:
             return
-        rows = [{"run_id": self.run_id, "attempt": self.attempt, **e.__dict__} for e in events]
-        write_deltalake(self.path, pa.Table.from_pylist(rows, schema=APPLY_LOG), mode="append")
+        rows = pa.Table.from_pylist([{"run_id": self.run_id, "attempt": self.attempt, **e.__dict__} for e in events],
+                                    schema=APPLY_LOG)
+        if self._table is None:
+            write_deltalake(self.path, rows, mode="append")
+            self._table = DeltaTable(self.path)
+        else:  # the open table reads only the commits since its last one: half the cost of a write by path
+            write_deltalake(self._table, rows, mode="append")
+
+    def compact(self) -> None:
+        """The many one-commit files of an apply rewritten as one: reading the log costs a file each, so
+        without this every apply would read the log more slowly than the last (1,000 files: 2 s, 1: 0.06 s).
+        Housekeeping: a failure (another apply compacting at the same time) is logged, not raised."""
+        from deltalake import DeltaTable
+
+        try:
+            if DeltaTable.is_deltatable(self.path):
+                DeltaTable(self.path).optimize.compact()
+        except Exception as error:  # noqa: BLE001 - the log is complete either way
+            log.warning("apply_log not compacted: %s", str(error).splitlines()[0] if str(error) else error)
 
 
 # A later state wins over an earlier one written at the same instant.

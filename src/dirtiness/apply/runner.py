@@ -122,22 +122,25 @@ def apply_plan(out: str, run_id: str | None, dsn: str | None, config: dict, sett
     try:
         with _Database(dsn, transactional, settings.parallel) as database:
             database.lock(run_id)
-            done = _settle(journal, operations, database, settings.resolve)
-            for (_, _, step), group in groupby(operations, key=lambda o: (o.phase_order, o.phase, o.step)):
-                pending = [o for o in group if o.seq not in done]
-                if not pending:
-                    continue
-                if settings.order:
-                    pending = settings.order(pending)
-                clock = time.perf_counter()
-                if pending[0].phase == "swap" and transactional:
-                    database.run_together(pending, journal)
-                else:
-                    for start in range(0, len(pending), settings.parallel):
-                        database.run_parallel(pending[start:start + settings.parallel], journal)
-                ran += len(pending)
-                log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
-                         time.perf_counter() - clock)
+            try:
+                done = _settle(journal, operations, database, settings.resolve)
+                for (_, _, step), group in groupby(operations, key=lambda o: (o.phase_order, o.phase, o.step)):
+                    pending = [o for o in group if o.seq not in done]
+                    if not pending:
+                        continue
+                    if settings.order:
+                        pending = settings.order(pending)
+                    clock = time.perf_counter()
+                    if pending[0].phase == "swap" and transactional:
+                        database.run_together(pending, journal)
+                    else:
+                        for start in range(0, len(pending), settings.parallel):
+                            database.run_parallel(pending[start:start + settings.parallel], journal)
+                    ran += len(pending)
+                    log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
+                             time.perf_counter() - clock)
+            finally:
+                journal.compact()  # still holding the run's lock
     except psycopg.Error as error:  # the connection itself failed: say so without the connection string
         raise ApplyError(f"database error: {_scrub(_first_line(error), dsn)}") from None
     return {"run_id": run_id, "operations": len(operations), "ran": ran, "already_done": len(operations) - ran,

@@ -2,22 +2,17 @@
 
 - A ``Relation`` is a base relation: fixed tuples and their exact count.
 - A ``Variable`` is a derived relation growing round by round. It owns its
-  whole lifecycle: the ``recent`` tuples of the last round, the ``stable``
-  batches of earlier rounds (merged so that their number stays logarithmic:
-  the newest batch absorbs the last stable one while that one is at most
-  twice as large), subtracting what is known from new candidates, and the
-  provenance of each tuple (rule, cause, round), kept beside the tuples and
-  joined to them only once, at the end.
+  whole lifecycle: recent and stable batches merged as datafrog merges them
+  (a ``Growing`` set, shared with the plan's loops in ``iteration``),
+  subtracting what is known from new candidates, and the provenance of each
+  tuple (rule, cause, round), kept beside the tuples and joined to them only
+  once, at the end.
 - ``evaluate`` loops per stratum while any variable changed. Each round
   joins only recent tuples against full relations, picks one derivation per
-  new tuple and materializes the round's new tuples of every relation at once.
-
-Materialized tuples are either checkpointed blocks (one Spark action a round:
-filled by the count that decides whether to go on) or, when a round derives
-at most ``local_rows`` tuples, rows collected to the driver and read back as
-a local relation (as Spark's own recursive CTE does): joining a local
-relation needs no shuffle and no job to broadcast it, so a small catalog
-pays for few Spark jobs a round.
+  new tuple and materializes the round's new tuples of every relation at
+  once: one Spark action, rows on the driver while the round is small
+  (``iteration.hold_parts``), so a small catalog pays for few Spark jobs a
+  round.
 """
 
 from __future__ import annotations
@@ -27,55 +22,17 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Callable
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .check import CheckedProgram
 from .compile import candidates, null_long, tuple_columns
+from .iteration import Batch, Growing, hold_parts, local_batch
 
 
-@dataclass
-class Batch:
-    """Tuples of one relation (columns ``c0..``), materialized: local rows or checkpointed blocks."""
-
-    frame: DataFrame
-    count: int
-    rows: list[tuple] | None = None  # the tuples themselves when local
-
-    @property
-    def local(self) -> bool:
-        return self.rows is not None
-
-
-def local_batch(spark: SparkSession, rows: list[tuple], arity: int) -> Batch:
-    schema = T.StructType([T.StructField(f"c{i}", T.LongType()) for i in range(arity)])
-    return Batch(local_frame(spark, rows, schema), len(rows), rows)
-
-
-def hold(frame: DataFrame, local_rows: int, try_local: bool = True) -> Batch:
-    """A frame materialized as the engine holds a round: at most ``local_rows`` rows become a local
-    relation (one job, and nothing to shuffle when joined), more become checkpointed blocks.
-
-    ``try_local=False`` when the frame is known to be large: a failed attempt computes it twice.
-    """
-    if local_rows and try_local:
-        rows = frame.limit(local_rows + 1).collect()
-        if len(rows) <= local_rows:
-            return Batch(local_frame(frame.sparkSession, rows, frame.schema), len(rows), rows)
-    held = frame.localCheckpoint(eager=False)
-    return Batch(held, held.count())
-
-
-def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
-    """Rows on the driver as a local relation: from Arrow, Spark plans it as a local table with its
-    exact size (from Python objects it would be an RDD of unknown size, joined by shuffling)."""
-    types = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.StringType(): pa.string(),
-             T.BooleanType(): pa.bool_()}
-    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
-    table = pa.table({f.name: pa.array(list(c), types[f.dataType]) for f, c in zip(schema.fields, columns)})
-    return spark.createDataFrame(table, schema)
+def tuple_schema(arity: int) -> T.StructType:
+    return T.StructType([T.StructField(f"c{i}", T.LongType()) for i in range(arity)])
 
 
 @dataclass
@@ -86,26 +43,15 @@ class Relation:
 
 
 @dataclass
-class Variable:
-    """A derived relation: stable batches, the recent batch, and the provenance of every tuple."""
+class Variable(Growing):
+    """A derived relation: a growing set of tuples, and the provenance of every tuple."""
 
-    name: str
-    arity: int
-    stable: list[Batch] = field(default_factory=list)
-    recent: Batch | None = None
+    name: str = ""
+    arity: int = 0
     provenance: list[DataFrame] = field(default_factory=list)  # per round: tuples + rule, cause_rel, k*, round
 
-    def batches(self) -> list[Batch]:
-        return self.stable + ([self.recent] if self.recent is not None else [])
-
-    def advance(self, new: Batch | None, provenance: DataFrame | None) -> None:
-        """The round is over: recent tuples become stable, the new ones recent."""
-        if self.recent is not None:
-            batch = self.recent
-            while self.stable and self.stable[-1].count <= 2 * batch.count:
-                batch = _merge(self.stable.pop(), batch)
-            self.stable.append(batch)
-        self.recent = new if new is not None and new.count else None
+    def advance(self, new: Batch | None, provenance: DataFrame | None = None) -> None:
+        super().advance(new)
         if self.recent is not None:
             self.provenance.append(provenance)
 
@@ -116,14 +62,6 @@ class Variable:
         schema = ", ".join([*(f"c{i} long" for i in range(self.arity)), "rule int", "cause_rel string",
                             *(f"k{i} long" for i in range(width)), "round int"])
         return spark.createDataFrame([], schema)
-
-
-def _merge(older: Batch, newer: Batch) -> Batch:
-    if older.local and newer.local:
-        spark = older.frame.sparkSession
-        return local_batch(spark, older.rows + newer.rows, len(older.frame.columns))
-    merged = older.frame.unionByName(newer.frame).localCheckpoint()  # one job: reads both, writes one batch
-    return Batch(merged, older.count + newer.count)
 
 
 @dataclass
@@ -152,7 +90,8 @@ class Iteration:
         self.width = checked.max_arity
         self.derived_width = max(len(d) for d in checked.derived.values())
         self.relations = _materialize_base(self.spark, base, local_rows)
-        self.variables = {name: Variable(name, len(d)) for name, d in checked.derived.items()}
+        self.variables = {name: Variable(tuple_schema(len(d)), name=name, arity=len(d))
+                          for name, d in checked.derived.items()}
         self.rounds: list[RoundLog] = []
 
     def sized(self, batch: Batch, joined: bool) -> DataFrame:
@@ -232,69 +171,29 @@ class Iteration:
                               for i in range(self.derived_width)), *extra)
 
     def materialize(self, delta: DataFrame, stratum: tuple[str, ...]) -> dict[str, int]:
-        """The round's new tuples, split per variable and handed to it; returns the counts."""
-        rows = self._collect_if_small(delta)
-        if rows is None:
-            delta = delta.localCheckpoint(eager=False)  # filled by the count below: one action a round
-            counts = {row["relation"]: row["count"] for row in delta.groupBy("relation").count().collect()}
-            if sum(counts.values()) <= self.local_rows:  # few after all: the next rounds join them locally
-                rows = delta.collect()
-            else:
-                return self._hand_over_blocks(delta, stratum, counts)
-        return self._hand_over_rows(rows, delta.columns, stratum)
+        """The round's new tuples, split per variable and handed to it; returns the counts.
 
-    def _collect_if_small(self, delta: DataFrame) -> list | None:
-        """The round's rows on the driver, when the last round's new tuples were all local and this
-        round derives at most ``local_rows``; else None (the round is materialized as blocks).
-
-        A stratum's first round reads no recent tuples: it tries only when the
-        base relations are local. At most ``local_rows + 1`` rows ever reach
-        the driver: a round that derives more is checkpointed instead.
+        One action a round. The round is collected as rows when it may be
+        small: the last round's new tuples were all local (a stratum's first
+        round: the base relations are). At most ``local_rows + 1`` rows ever
+        reach the driver: a round that derives more is checkpointed instead.
         """
-        if not self.local_rows:
-            return None
         recent = [v.recent for v in self.variables.values() if v.recent is not None]
-        if not recent and not all(r.batch.local for r in self.relations.values()):
-            return None
-        if not all(b.local for b in recent):
-            return None
-        rows = delta.limit(self.local_rows + 1).collect()
-        return rows if len(rows) <= self.local_rows else None
-
-    def _hand_over_rows(self, rows: list, columns: list[str], stratum: tuple[str, ...]) -> dict[str, int]:
-        at = {c: i for i, c in enumerate(columns)}
-        provenance_columns = self._provenance_columns()
-        counts = {}
+        may_be_small = all(b.local for b in recent) and (bool(recent) or all(
+            r.batch.local for r in self.relations.values()))
+        parts = hold_parts(delta, "relation", self.local_rows, may_be_small)
+        provenance = self._provenance_columns()
         for name in stratum:
-            variable = self.variables[name]
-            mine = [r for r in rows if r[0] == name]
-            counts[name] = len(mine)
-            if not mine:
-                variable.advance(None, None)
+            variable, part = self.variables[name], parts.get(name)
+            if part is None:
+                variable.advance(None)
                 continue
-            tuples = [tuple(r[at[f"c{i}"]] for i in range(variable.arity)) for r in mine]
-            provenance = local_frame(self.spark, [t + tuple(r[at[c]] for c in provenance_columns)
-                                                  for t, r in zip(tuples, mine)], self._provenance_schema(variable.arity))
-            variable.advance(local_batch(self.spark, tuples, variable.arity), provenance)
-        return counts
-
-    def _hand_over_blocks(self, delta: DataFrame, stratum: tuple[str, ...], counts: dict[str, int]) -> dict[str, int]:
-        for name in stratum:
-            variable = self.variables[name]
-            part = delta.where(F.col("relation") == name)
             tuples = tuple_columns(variable.arity)
-            variable.advance(Batch(part.select(*tuples), counts.get(name, 0)),
-                             part.select(*tuples, *self._provenance_columns()))
-        return {name: counts.get(name, 0) for name in stratum}
+            variable.advance(part.project(tuples), part.project([*tuples, *provenance]).frame)
+        return {name: parts[name].count if name in parts else 0 for name in stratum}
 
     def _provenance_columns(self) -> list[str]:
         return ["rule", "cause_rel", *tuple_columns(self.width, "k"), "round"]
-
-    def _provenance_schema(self, arity: int) -> T.StructType:
-        return T.StructType([*(T.StructField(f"c{i}", T.LongType()) for i in range(arity)),
-                             T.StructField("rule", T.IntegerType()), T.StructField("cause_rel", T.StringType()),
-                             *(T.StructField(f"k{i}", T.LongType()) for i in range(self.width)),
-                             T.StructField("round", T.IntegerType())])
 
     def run(self, on_round: Callable[[RoundLog], None] | None) -> Evaluation:
         round_no = 0
@@ -345,6 +244,6 @@ def _materialize_base(spark: SparkSession, base: dict[str, DataFrame], local_row
                   for name in small]
         for row in reduce(DataFrame.unionByName, padded).collect():
             rows[row[0]].append(tuple(row[1:1 + len(base[row[0]].columns)]))
-    return {name: Relation(local_batch(spark, rows[name], len(frame.columns)) if name in rows
+    return {name: Relation(local_batch(spark, rows[name], tuple_schema(len(frame.columns))) if name in rows
                            else Batch(frame, counts.get(name, 0)))
             for name, frame in base.items()}

@@ -35,9 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from ..datalog.iteration import Batch, Growing, hold, hold_parts, local_batch
 from ..model import KEY
 from .operations import DEPLOYABLE, RECREATABLE, PlanInputs
 
@@ -93,6 +95,7 @@ class BlueGreen:
 
 
 def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
+    spark, local_rows = catalog.new.sparkSession, inputs.local_rows
     new, deployed = catalog.new, catalog.deployed
     capable = (new.where((F.col("kind") == "materialized-view") & F.col("replacement"))
                .join(deployed.where(F.col("kind") == "materialized-view"), list(KEY), "left_semi").select(*KEY)
@@ -109,19 +112,22 @@ def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
     on_swapped_clusters = on_swapped_clusters.join(capable, list(KEY), "left_anti")
     deleted = (deployed.join(new, list(KEY), "left_anti").join(dirty, list(KEY), "left_semi")
                .select(*KEY, F.lit("dirty").alias("reason")))
-    redeployed = recent = seeds.localCheckpoint()
-    gone = carried = deleted.localCheckpoint()
-    removed = on_swapped_clusters.unionByName(deleted.select(*KEY)).distinct().localCheckpoint()
-    frontier = removed
-    swapped = inputs.dirty_schemas.limit(0).select(*SCHEMA)
+    # the four closures, grown together: one materialization and one action a round
+    start = hold_parts(reduce(DataFrame.unionByName, [
+        _found("redeployed", seeds), _found("gone", deleted),
+        _found("removed", on_swapped_clusters.unionByName(deleted.select(*KEY)).distinct())]), "found", local_rows)
+    redeployed, gone = _growing(start, "redeployed", spark, REASONED), _growing(start, "gone", spark, REASONED)
+    removed, swapped = _growing(start, "removed", spark, KEYED), Growing(SCHEMAS)
+    frontier = removed.full(spark)  # removed and not yet read from
     rounds = 0
     while True:
         rounds += 1
+        recent = redeployed.recent.frame if redeployed.recent else spark.createDataFrame([], REASONED)
         fresh_schemas = (recent.join(capable, list(KEY), "left_anti").select(*SCHEMA).distinct()
-                         .join(swapped, SCHEMA, "left_anti"))
+                         .join(swapped.full(spark), SCHEMA, "left_anti"))
         fresh_removed = (deployed.join(fresh_schemas, SCHEMA, "left_semi").select(*KEY)
-                         .join(removed, list(KEY), "left_anti"))
-        frontier = frontier.unionByName(fresh_removed)  # removed since the last round
+                         .join(removed.full(spark), list(KEY), "left_anti"))
+        frontier = frontier.unionByName(fresh_removed)
         readers = catalog.readers_of(frontier)
         found = (new.join(fresh_schemas, SCHEMA, "left_semi").join(kept, list(KEY), "left_semi")
                  .select(*KEY, _reason("in schema ", F.concat_ws(".", *SCHEMA), ", which the plan swaps"))
@@ -129,34 +135,56 @@ def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
                               .select(*KEY, F.lit("removed with its schema or cluster").alias("reason")))
                  .unionByName(readers.join(kept, list(KEY), "left_semi")
                               .select(*KEY, _reason("reads ", F.col("read"), ", which the plan removes"))))
-        recent = found.groupBy(*KEY).agg(F.min("reason").alias("reason")).join(redeployed, list(KEY), "left_anti")
-        carried = (readers.join(new, list(KEY), "left_anti").join(removed, list(KEY), "left_anti")
+        fresh_redeployed = (found.groupBy(*KEY).agg(F.min("reason").alias("reason"))
+                            .join(redeployed.full(spark), list(KEY), "left_anti"))
+        carried = (readers.join(new, list(KEY), "left_anti").join(removed.full(spark), list(KEY), "left_anti")
                    .join(fresh_removed, list(KEY), "left_anti")
                    .select(*KEY, _reason("reads ", F.col("read"), ", which the plan removes")))
-        # everything this round found, in one frame: one checkpoint and one count per round
-        fresh = reduce(DataFrame.unionByName, [
+        parts = hold_parts(reduce(DataFrame.unionByName, [
             fresh_schemas.select(F.lit("swapped").alias("found"), *SCHEMA, _null("name"), _null("reason")),
-            fresh_removed.select(F.lit("removed").alias("found"), *KEY, _null("reason")),
-            recent.select(F.lit("redeployed").alias("found"), *KEY, "reason"),
-            carried.select(F.lit("gone").alias("found"), *KEY, "reason")]).localCheckpoint()
-        counts = {r["found"]: r["count"] for r in fresh.groupBy("found").count().collect()}
-
-        def part(name: str) -> DataFrame:
-            return fresh.where(F.col("found") == name).drop("found")
-        swapped = swapped.unionByName(part("swapped").select(*SCHEMA))
-        removed = removed.unionByName(part("removed").select(*KEY)).unionByName(part("gone").select(*KEY))
-        recent, carried = part("redeployed"), part("gone")
-        if not counts.get("redeployed") and not counts.get("gone"):
+            _found("removed", fresh_removed), _found("redeployed", fresh_redeployed), _found("gone", carried)]),
+            "found", local_rows)
+        swapped.advance(parts["swapped"].project(SCHEMA) if "swapped" in parts else None)
+        removed.advance(_union([parts[p].project(list(KEY)) for p in ("removed", "gone") if p in parts]))
+        redeployed.advance(parts.get("redeployed"))
+        gone.advance(parts.get("gone"))
+        if "redeployed" not in parts and "gone" not in parts:
             break
-        redeployed = redeployed.unionByName(recent)
-        gone = gone.unionByName(carried)
-        frontier = carried.select(*KEY)
-    swapped = swapped.localCheckpoint()
-    in_place = capable.join(swapped.join(new, SCHEMA).select(*KEY), list(KEY), "left_anti")
-    return BlueGreen(staged=redeployed.join(in_place, list(KEY), "left_anti").localCheckpoint(),
-                     replaced=redeployed.join(in_place, list(KEY), "left_semi").localCheckpoint(),
-                     swapped=swapped, removed=removed.distinct().localCheckpoint(), gone=gone.localCheckpoint(),
-                     rounds=rounds)
+        frontier = gone.recent.frame.select(*KEY) if gone.recent else spark.createDataFrame([], KEYED)
+    swapped_schemas = swapped.full(spark).localCheckpoint()
+    everything = redeployed.full(spark)
+    in_place = capable.join(swapped_schemas.join(new, SCHEMA).select(*KEY), list(KEY), "left_anti")
+    return BlueGreen(staged=everything.join(in_place, list(KEY), "left_anti").localCheckpoint(),
+                     replaced=everything.join(in_place, list(KEY), "left_semi").localCheckpoint(),
+                     swapped=swapped_schemas, removed=removed.full(spark).distinct().localCheckpoint(),
+                     gone=gone.full(spark).localCheckpoint(), rounds=rounds)
+
+
+KEYED = T.StructType([T.StructField(k, T.StringType()) for k in KEY])
+REASONED = T.StructType([*KEYED.fields, T.StructField("reason", T.StringType())])
+SCHEMAS = T.StructType([T.StructField(k, T.StringType()) for k in SCHEMA])
+
+
+def _found(part: str, frame: DataFrame) -> DataFrame:
+    """A closure's part of a round: ``found``, the key and a reason (null when the closure has none)."""
+    reason = F.col("reason") if "reason" in frame.columns else _null("reason")
+    return frame.select(F.lit(part).alias("found"), *KEY, reason.alias("reason"))
+
+
+def _growing(parts: dict[str, Batch], name: str, spark: SparkSession, schema: T.StructType) -> Growing:
+    grown = Growing(schema)
+    if name in parts:
+        grown.advance(parts[name].project(schema.fieldNames()))
+    return grown
+
+
+def _union(batches: list[Batch]) -> Batch | None:
+    """Two parts of one round as one batch: rows stay rows, blocks stay blocks (one checkpoint holds both)."""
+    if not batches:
+        return None
+    if all(b.local for b in batches):
+        return local_batch(batches[0].frame.sparkSession, [r for b in batches for r in b.rows], batches[0].frame.schema)
+    return Batch(reduce(DataFrame.unionByName, [b.frame for b in batches]), sum(b.count for b in batches))
 
 
 def _null(name: str):
@@ -169,18 +197,18 @@ def _reason(before: str, what, after: str):
 
 def in_place(inputs: PlanInputs, catalog: Catalog) -> tuple[DataFrame, int]:
     """``(dropped, rounds)``: key, kind, reason of every deployed object the plan drops."""
-    deployed = catalog.deployed
+    spark, deployed = catalog.deployed.sparkSession, catalog.deployed
     dirty = inputs.dirty_stmts.select(*KEY, "change")
     seeds = (dirty.join(deployed, list(KEY))
              .where(F.col("kind").isin(*RECREATABLE) | F.col("change").isin("modified", "deleted"))
              .select(*KEY, F.lit("dirty").alias("reason")))
-    dropped = recent = seeds.localCheckpoint()
+    dropped = Growing(REASONED)
+    dropped.advance(hold(seeds, inputs.local_rows))
     rounds = 0
-    while True:
+    while dropped.recent is not None:
         rounds += 1
-        recent = (catalog.readers_of(recent).select(*KEY, _reason("reads ", F.col("read"), ", which the plan drops"))
-                  .join(dropped, list(KEY), "left_anti").localCheckpoint())
-        if recent.count() == 0:
-            break
-        dropped = dropped.unionByName(recent)
-    return dropped.join(deployed.select(*KEY, "kind"), list(KEY)).localCheckpoint(), rounds
+        readers = (catalog.readers_of(dropped.recent.frame)
+                   .select(*KEY, _reason("reads ", F.col("read"), ", which the plan drops"))
+                   .join(dropped.full(spark), list(KEY), "left_anti"))
+        dropped.advance(hold(readers, inputs.local_rows, dropped.recent.local))
+    return dropped.full(spark).join(deployed.select(*KEY, "kind"), list(KEY)).localCheckpoint(), rounds

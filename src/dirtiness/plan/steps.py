@@ -4,7 +4,7 @@ Kahn's algorithm, level by level: step 0 is every node that waits for
 nothing in the set; a node gets step ``k`` once everything it waits for has
 a step below ``k``, so its step is one more than the largest step it waits
 for. Each round joins only the nodes released by the previous one, and holds
-its result the way the rule engine holds a round (``datalog.engine.hold``):
+its result the way the rule engine holds a round (``datalog.iteration.hold``):
 a local relation while it is small, checkpointed blocks when it is not. When
 a round releases nothing while nodes still wait, those nodes sit on or
 behind a cycle: the error names the objects of one cycle.
@@ -17,7 +17,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..datalog.engine import Batch, hold
+from ..datalog.iteration import Batch, hold
 from ..errors import InputError
 from ..model import KEY
 
