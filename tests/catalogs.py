@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from dirtiness.config import PROJECT_ROOT, load_config
+from dirtiness.config import CONF, load_config
 from dirtiness.job import compute
 from dirtiness.settings import RunParams, resolve
 
-RULES = {name: str(PROJECT_ROOT / "conf" / "rules" / f"{name}.dl") for name in ("dirty", "index_aware")}
+RULES = {name: str(CONF / "rules" / f"{name}.dl") for name in ("dirty", "index_aware")}
 OUTPUTS = {"DirtyStmt": "dirty_stmts", "DirtyCluster": "dirty_clusters", "DirtySchema": "dirty_schemas"}
 
 

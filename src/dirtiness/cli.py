@@ -73,6 +73,8 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      help="skip the run when the latest succeeded run had the same input fingerprints")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
     run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")
+    run.add_argument("--remote", metavar="sc://HOST:PORT",
+                     help="run through a Spark Connect server (default: $SPARK_REMOTE, as PySpark reads it)")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -155,7 +157,7 @@ def _run(args, set_master: bool) -> int:
         from .readback.report.data import report_settings
 
         report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
-    spark = build_session(config, set_master=set_master)
+    spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
     latest = latest_succeeded(spark, settings) if args.if_changed else None
     if latest and all(latest.get(k) == settings.fingerprints[k] for k in FINGERPRINTS):
         summary = {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],

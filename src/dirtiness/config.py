@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import copy
 import os
+from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from .errors import InputError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = PROJECT_ROOT / "conf" / "job.yaml"
+# The default configuration and rule programs ship inside the package (``conf/`` at the top of
+# the source tree links here), so an installed wheel finds them wherever it is installed.
+CONF = Path(str(resources.files("dirtiness") / "conf"))
+DEFAULT_CONFIG = CONF / "job.yaml"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout: its examples, for tests and benchmark
 _PATH_KEYS = ("rules",)
 
 

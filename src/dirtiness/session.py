@@ -9,25 +9,29 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
-from .config import PROJECT_ROOT
+from .config import CONF
 
 
-def build_session(config: dict, set_master: bool = True) -> SparkSession:
+def build_session(config: dict, set_master: bool = True, remote: str | None = None) -> SparkSession:
     """A session from the ``spark`` section; ``set_master=False`` under spark-submit, which sets its own.
 
     An already active session (a notebook, a Databricks job, a test run) is
     used as its host configured it: its settings are not ours to change.
+    ``remote`` (``sc://HOST:PORT``) connects to a Spark Connect server
+    instead of starting a JVM here.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     spark_conf = config.get("spark", {})
+    if remote:
+        return connect_session(remote, spark_conf)
     builder = SparkSession.builder.appName(spark_conf.get("app_name", "dirtiness"))
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
     settings = spark_settings(spark_conf.get("conf"))
     if spark_conf.get("log4j_config"):  # only a JVM started here reads it; spark-submit users pass their own
-        path = os.path.join(PROJECT_ROOT / "conf", spark_conf["log4j_config"])
+        path = os.path.join(CONF, spark_conf["log4j_config"])
         options = settings.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
     # Python workers (the SQL parser runs in them) use this interpreter and its packages, unless told otherwise.
@@ -36,6 +40,16 @@ def build_session(config: dict, set_master: bool = True) -> SparkSession:
         builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
     return builder.getOrCreate()
+
+
+def connect_session(remote: str, spark_conf: dict) -> SparkSession:
+    """A Spark Connect session. The server owns its JVM (memory, master, status store, log4j): only the
+    session's SQL settings are ours to give; the rest of ``spark.conf`` is the server's business."""
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    for key, value in spark_settings(spark_conf.get("conf")).items():
+        if key.startswith("spark.sql.") and spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+    return spark
 
 
 def spark_settings(conf: dict | None) -> dict[str, str]:
