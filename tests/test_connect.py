@@ -6,9 +6,11 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
+from catalogs import batch_documents
 
 from dirtiness.config import PROJECT_ROOT
 
@@ -50,19 +52,36 @@ def connect_server(tmp_path_factory):
         server.wait(timeout=60)
 
 
+def run_remote(remote: str, out, run_id: str, old, new, *flags: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "dirtiness.cli", "run", "--old", str(old), "--new", str(new), "--out", str(out),
+         "--run-id", run_id, *flags],
+        env={**os.environ, "SPARK_REMOTE": remote}, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"run {run_id}: succeeded" in run.stdout
+
+
+def assert_same_rows(classic_out, remote_out) -> None:
+    for table, key in TABLES.items():
+        classic = pl.read_delta(str(classic_out / table)).drop("run_id").sort(key)
+        remote = pl.read_delta(str(remote_out / table)).drop("run_id").sort(key)
+        assert remote.height > 0 and remote.equals(classic), table
+
+
 @pytest.mark.processes
 def test_the_example_through_spark_connect_gives_the_classic_rows(connect_server, example_run, tmp_path):
-    out = tmp_path / "out"
-    run = subprocess.run(
-        [sys.executable, "-m", "dirtiness.cli", "run", "--old", str(EXAMPLE / "old.yaml"), "--new",
-         str(EXAMPLE / "new.yaml"), "--out", str(out), "--run-id", "example"],
-        env={**os.environ, "SPARK_REMOTE": connect_server}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "run example: succeeded" in run.stdout
-    for table, key in TABLES.items():
-        classic = pl.read_delta(str(example_run.out / table)).drop("run_id").sort(key)
-        remote = pl.read_delta(str(out / table)).drop("run_id").sort(key)
-        assert remote.height > 0 and remote.equals(classic), table
+    run_remote(connect_server, tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
+    assert_same_rows(example_run.out, tmp_path / "out")
+
+
+@pytest.mark.processes
+def test_the_seed_scenarios_through_spark_connect_give_the_classic_rows(connect_server, seeds, tmp_path):
+    classic_out, scenarios = seeds
+    folder = Path(classic_out).parent  # the seeds run's own old.yaml and new.yaml
+    _, _, forced = batch_documents(scenarios)
+    run_remote(connect_server, tmp_path / "out", "seeds", folder / "old.yaml", folder / "new.yaml",
+               "--allow-destructive", *(f"--forced-schema={schema}" for schema in forced))
+    assert_same_rows(Path(classic_out), tmp_path / "out")
 
 
 def test_the_package_uses_nothing_spark_connect_lacks():
