@@ -5,35 +5,16 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
-import polars as pl
 import pytest
+from local_servers import assert_same_rows, free_port, wait_for
 
 from dirtiness.config import PROJECT_ROOT
 
 EXAMPLE = PROJECT_ROOT / "examples"
-TABLES = {"dirty_stmts": ["database", "schema", "name"], "dirty_clusters": ["cluster"],
-          "dirty_schemas": ["database", "schema"], "ddl_plan": ["seq"]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(port: int, process: subprocess.Popen, log, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +69,4 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_rows(standalone, e
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     executors = list((folder / "work").glob("app-*/*"))
     assert len(executors) == 2, executors  # one executor JVM on each worker
-    for table, key in TABLES.items():
-        local = pl.read_delta(str(example_run.out / table)).drop("run_id").sort(key)
-        remote = pl.read_delta(str(out / table)).drop("run_id").sort(key)
-        assert remote.height > 0 and remote.equals(local), table
+    assert_same_rows(example_run.out, out)

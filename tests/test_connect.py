@@ -2,28 +2,18 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 from catalogs import batch_documents
+from local_servers import assert_same_rows, free_port, wait_for
 
 from dirtiness.config import PROJECT_ROOT
 
 EXAMPLE = PROJECT_ROOT / "examples"
-TABLES = {"dirty_stmts": ["database", "schema", "name"], "dirty_clusters": ["cluster"],
-          "dirty_schemas": ["database", "schema"], "ddl_plan": ["seq"]}
 SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,17 +25,12 @@ def connect_server(tmp_path_factory):
     with open(log, "w") as output:
         server = subprocess.Popen(
             [submit, "--class", SERVER, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+             "--conf", f"spark.connect.grpc.binding.port={port}",
              "--conf", "spark.driver.memory=4g", "--conf", "spark.buffer.pageSize=2m"],
             env=env, stdout=output, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.5)
+        wait_for(port, server, log)
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -59,13 +44,6 @@ def run_remote(remote: str, out, run_id: str, old, new, *flags: str) -> None:
         env={**os.environ, "SPARK_REMOTE": remote}, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"run {run_id}: succeeded" in run.stdout
-
-
-def assert_same_rows(classic_out, remote_out) -> None:
-    for table, key in TABLES.items():
-        classic = pl.read_delta(str(classic_out / table)).drop("run_id").sort(key)
-        remote = pl.read_delta(str(remote_out / table)).drop("run_id").sort(key)
-        assert remote.height > 0 and remote.equals(classic), table
 
 
 @pytest.mark.processes
