@@ -6,11 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= out/example
+AIRFLOW_VENV  := .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
 
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system run test bench clean
+.PHONY: setup airflow system run test bench clean
 
 setup: $(STAMP)
 
@@ -20,6 +22,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
+
+# Airflow in its own virtualenv (it pins much of what it needs), for examples/airflow/dirtiness_dag.py
+# and the test that runs it.
+airflow: $(AIRFLOW_STAMP)
+
+$(AIRFLOW_STAMP): examples/airflow/requirements.txt
+	test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -r examples/airflow/requirements.txt
+	touch $(AIRFLOW_STAMP)
 
 # Debian's packages the tests use, installed when missing: Chromium (the HTML report in a real
 # browser) and PostgreSQL (plans applied to a real server, which the tests start on a Unix socket
@@ -35,7 +47,7 @@ run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
 		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
 
-test: setup system
+test: setup airflow system
 	$(BIN)/python -m pytest
 
 # Synthetic catalogs at 10k, 100k and 1M objects; one JSON line of figures each.

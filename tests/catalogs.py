@@ -109,10 +109,12 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
 
 
 def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
-                  local_rows: int | None = None, strategy: str = "blue-green", small_catalog: bool = True) -> Batch:
+                  local_rows: int | None = None, strategy: str = "blue-green", small_catalog: bool = True,
+                  lazy_checkpoints: bool = True) -> Batch:
     """Evaluate all scenarios in one run of the job's ``compute`` (snapshots written as files, as a user would);
     ``local_rows``: the engine's small-data threshold (default: the configured one); ``small_catalog=False``:
-    the session settings of a large catalog (adaptive execution, several partitions). The plan is built and
+    the session settings of a large catalog (adaptive execution, several partitions); ``lazy_checkpoints=False``:
+    blocks filled eagerly, as under Sail. The plan is built and
     its invariants checked, so every scenario is also a plan that must pass them."""
     old_doc, new_doc, forced = batch_documents(scenarios)
     folder = tempfile.mkdtemp(prefix="dirtiness-scenarios-")
@@ -125,6 +127,7 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
         config["local_rows"] = local_rows
     if not small_catalog:
         config["spark"]["small_catalog_objects"] = 0
+    config["lazy_checkpoints"] = lazy_checkpoints
     settings = resolve(RunParams(old=os.path.join(folder, "old.yaml"), new=os.path.join(folder, "new.yaml"),
                                  out=os.path.join(folder, "out"), forced_schemas=forced, run_id="scenarios",
                                  rules=RULES.get(rules, rules), strategy=strategy, allow_destructive=True), config)

@@ -2,13 +2,12 @@
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from catalogs import batch_documents
-from local_servers import assert_same_rows, free_port, wait_for
+from local_servers import assert_same_rows, free_port, run_remote, serving
 
 from dirtiness.config import PROJECT_ROOT
 
@@ -21,29 +20,12 @@ def connect_server(tmp_path_factory):
     """A Spark Connect server (the pyspark distribution's own) on a loopback port, for this module."""
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
     port, log = free_port(), tmp_path_factory.mktemp("connect") / "server.log"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    with open(log, "w") as output:
-        server = subprocess.Popen(
-            [submit, "--class", SERVER, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-             "--conf", f"spark.connect.grpc.binding.port={port}",
-             "--conf", "spark.driver.memory=4g", "--conf", "spark.buffer.pageSize=2m"],
-            env=env, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        wait_for(port, server, log)
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-
-
-def run_remote(remote: str, out, run_id: str, old, new, *flags: str) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "dirtiness.cli", "run", "--old", str(old), "--new", str(new), "--out", str(out),
-         "--run-id", run_id, *flags],
-        env={**os.environ, "SPARK_REMOTE": remote}, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert f"run {run_id}: succeeded" in run.stdout
+    command = [submit, "--class", SERVER, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+               "--conf", f"spark.connect.grpc.binding.port={port}",
+               "--conf", "spark.driver.memory=4g", "--conf", "spark.buffer.pageSize=2m"]
+    with serving(command, port, log, env={**os.environ, "PYSPARK_PYTHON": sys.executable}) as remote:
+        yield remote
 
 
 @pytest.mark.processes

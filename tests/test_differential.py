@@ -86,18 +86,18 @@ def _base_sets(facts) -> dict[str, set]:
     return sets
 
 
-@pytest.mark.parametrize("program, local_rows, small_catalog", [
-    ("dirty", None, True),         # the configured small-data path: every round's tuples local
-    ("index_aware", 0, False),     # a large catalog's session: adaptive execution, every round checkpointed
-    ("dirty", 12, True),           # rounds switch between local rows and checkpointed blocks
+@pytest.mark.parametrize("program, local_rows, small_catalog, lazy", [
+    ("dirty", None, True, True),         # the configured small-data path: every round's tuples local
+    ("index_aware", 0, False, True),     # a large catalog's session: adaptive execution, every round checkpointed
+    ("dirty", 12, True, False),          # rounds switch between local rows and blocks checkpointed eagerly (Sail)
 ])
-def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalog):
+def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalog, lazy):
     rng = random.Random(20261121 + len(program))
     scenarios = [random_scenario(rng, i) for i in range(40)]
     derived = load_rules(RULES[program], {}).derived
     outputs = {relation: OUTPUTS.get(relation, relation.lower()) for relation in derived}
     batch = run_scenarios(spark, scenarios, program, outputs, local_rows=local_rows,  # plan invariants checked too
-                          small_catalog=small_catalog)
+                          small_catalog=small_catalog, lazy_checkpoints=lazy)
     assert batch.result.small_catalog is small_catalog
     evaluation, tables, checked = batch.result.evaluation, batch.tables, batch.checked
 

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from test_scenarios import seed_scenarios
 
 from dirtiness.config import load_config
+from dirtiness.datalog.iteration import Holding
 from dirtiness.errors import PolicyError
 from dirtiness.plan.blue_green import needing_attention
 from dirtiness.plan.dialect import Dialect
@@ -351,19 +352,23 @@ def test_broken_plans_fail_an_invariant(batch, dialect, plans):
           "nothing the plan removes is still read by an object that stays", "in-place")
 
 
-@pytest.mark.parametrize("local_rows", [10_000, 0])  # held as local rows, or as checkpointed blocks
-def test_cycle_is_an_error_naming_the_objects(spark, local_rows):
+# held as local rows, or as checkpointed blocks filled lazily or eagerly
+HOLDINGS = [Holding(10_000), Holding(0), Holding(0, lazy_checkpoints=False)]
+
+
+@pytest.mark.parametrize("holding", HOLDINGS)
+def test_cycle_is_an_error_naming_the_objects(spark, holding):
     nodes = spark.createDataFrame([(n,) for n in "abcde"], "node string")
     edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "c"), ("b", "d"), ("e", "d")],
                                   "node string, waits_for_node string")
     with pytest.raises(CycleError, match=r"^dependency cycle: b -> d -> c -> b$"):  # a and e are not on it
-        dependency_steps(nodes, edges, ["node"], local_rows)
+        dependency_steps(nodes, edges, ["node"], holding)
 
 
-@pytest.mark.parametrize("local_rows", [10_000, 0])
-def test_steps_are_the_longest_path_from_the_roots(spark, local_rows):
+@pytest.mark.parametrize("holding", HOLDINGS)
+def test_steps_are_the_longest_path_from_the_roots(spark, holding):
     nodes = spark.createDataFrame([(n,) for n in "abcdef"], "node string")
     edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x")],
                                   "node string, waits_for_node string")  # x is not a node: e waits for nothing
-    steps = {r["node"]: r["step"] for r in dependency_steps(nodes, edges, ["node"], local_rows).collect()}
+    steps = {r["node"]: r["step"] for r in dependency_steps(nodes, edges, ["node"], holding).collect()}
     assert steps == {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}

@@ -13,6 +13,7 @@ import random
 
 from dirtiness.datalog.check import check_program
 from dirtiness.datalog.engine import evaluate
+from dirtiness.datalog.iteration import Holding
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, is_wildcard, parse_program
 
@@ -105,7 +106,7 @@ def test_engine_matches_naive_on_random_programs(spark):
 
     base = {name: spark.createDataFrame(sorted(rows), ", ".join(f"c{i} long" for i in range(BASE[name[2:]])))
             for name, rows in facts.items()}
-    evaluation = evaluate(checked, base, None, broadcast_rows=100_000, local_rows=10_000)
+    evaluation = evaluate(checked, base, None, broadcast_rows=100_000, holding=Holding(10_000))
     naive, rounds = evaluate_naive(checked, facts)
 
     assert len(evaluation.rounds) == rounds

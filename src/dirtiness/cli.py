@@ -177,6 +177,7 @@ def _run(args, set_master: bool) -> int:
         if args.report:
             _report(args.out, settings.run_id, args.report, config)
     if args.summary_json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.summary_json)), exist_ok=True)
         with open(args.summary_json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=2, sort_keys=True)
     return EXIT_OK

@@ -165,7 +165,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
 
         with clock("fixpoint"):
             evaluation = result.evaluation = evaluate(settings.checked, interned.relations, on_round,
-                                  broadcast_rows=settings.broadcast_rows, local_rows=settings.local_rows)
+                                  broadcast_rows=settings.broadcast_rows, holding=settings.holding)
         with clock("dirty_sets"):
             result.tables = {name: frame.localCheckpoint() for name, frame in
                              dirty_tables(settings.checked, evaluation, interned, base.attributes,
@@ -174,7 +174,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
             inputs = result.inputs = PlanInputs(
                 dirty_stmts=result.tables["dirty_stmts"], dirty_clusters=result.tables["dirty_clusters"],
                 dirty_schemas=result.tables["dirty_schemas"], old=old, new=new, dialect=settings.dialect,
-                suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), local_rows=settings.local_rows,
+                suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), holding=settings.holding,
                 verbatim_kinds=settings.sql.verbatim_kinds)
             plan = build_plan(inputs, settings.strategy).localCheckpoint()
             check_statements(plan, settings.dialect.max_identifier_length)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from typing import Iterator
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from .config import CONF
+
+log = logging.getLogger(__name__)
 
 
 def build_session(config: dict, set_master: bool = True, remote: str | None = None) -> SparkSession:
@@ -43,12 +47,21 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
 
 
 def connect_session(remote: str, spark_conf: dict) -> SparkSession:
-    """A Spark Connect session. The server owns its JVM (memory, master, status store, log4j): only the
-    session's SQL settings are ours to give; the rest of ``spark.conf`` is the server's business."""
+    """A Spark Connect session. The server owns its process (memory, master, status store, log4j): only
+    the session's SQL settings are ours to give; the rest of ``spark.conf`` is the server's business.
+
+    A SQL setting the server refuses (a static one, one outside a serverless allowlist) is left to it.
+    ``isModifiable`` is not asked first: Sail answers no for settings it does not know, yet takes them,
+    and its clients need some of those set (``examples/sail/config.yaml``).
+    """
     spark = SparkSession.builder.remote(remote).getOrCreate()
     for key, value in spark_settings(spark_conf.get("conf")).items():
-        if key.startswith("spark.sql.") and spark.conf.isModifiable(key):
+        if not key.startswith("spark.sql."):
+            continue
+        try:
             spark.conf.set(key, value)
+        except PySparkException as error:
+            log.info("the server keeps its own %s (%s)", key, str(error).splitlines()[0][:200])
     return spark
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from . import fingerprints as fingerprints_of
 from .changeset.rules import load_rules
 from .datalog.check import CheckedProgram
+from .datalog.iteration import Holding
 from .errors import InputError
 from .inputs.references import SqlSettings
 from .inputs.snapshot import read_document
@@ -56,7 +57,7 @@ class RunSettings:
     external_databases: tuple[str, ...]
     interning_buckets: int
     broadcast_rows: int
-    local_rows: int
+    holding: Holding                      # local_rows, lazy_checkpoints: how loops hold what they find
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
     small_catalog_conf: dict[str, str]    # the session's settings on that path, while compute runs
     deploy_suffix: str                    # the template, filled from the run id by the planner
@@ -97,7 +98,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         forced=forced, strategy=strategy, allow_destructive=params.allow_destructive, dialect=dialect,
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
         interning_buckets=_positive(config, "interning_buckets"), broadcast_rows=_positive(config, "broadcast_rows"),
-        local_rows=_positive(config, "local_rows", allow_zero=True),
+        holding=Holding(local_rows=_positive(config, "local_rows", allow_zero=True),
+                        lazy_checkpoints=_flag(config, "lazy_checkpoints")),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         deploy_suffix=config["plan"]["deploy_suffix"],
@@ -109,6 +111,13 @@ def _forced_schema(text: str) -> tuple[str, str]:
     if len(parts) != 2 or not all(p.strip() for p in parts):
         raise InputError(f"--forced-schema {text!r}: expected DATABASE.SCHEMA")
     return parts[0], parts[1]
+
+
+def _flag(config: dict, key: str) -> bool:
+    value = config[key]
+    if not isinstance(value, bool):
+        raise InputError(f"{key}: expected true or false, not {value!r}")
+    return value
 
 
 def _positive(config: dict, key: str, allow_zero: bool = False, section: str = "") -> int:

@@ -11,7 +11,7 @@
   joins only recent tuples against full relations, picks one derivation per
   new tuple and materializes the round's new tuples of every relation at
   once: one Spark action, rows on the driver while the round is small
-  (``iteration.hold_parts``), so a small catalog pays for few Spark jobs a
+  (``Holding.hold_parts``), so a small catalog pays for few Spark jobs a
   round.
 """
 
@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from .check import CheckedProgram
 from .compile import candidates, null_long, tuple_columns
-from .iteration import Batch, Growing, hold_parts, local_batch
+from .iteration import Batch, Growing, Holding, local_batch
 
 
 def tuple_schema(arity: int) -> T.StructType:
@@ -83,13 +83,13 @@ class Iteration:
     """One evaluation: the relations, the variables, and the rounds run so far."""
 
     def __init__(self, checked: CheckedProgram, base: dict[str, DataFrame], broadcast_rows: int,
-                 local_rows: int) -> None:
+                 holding: Holding) -> None:
         self.checked = checked
         self.spark = next(iter(base.values())).sparkSession
-        self.broadcast_rows, self.local_rows = broadcast_rows, local_rows
+        self.broadcast_rows, self.holding = broadcast_rows, holding
         self.width = checked.max_arity
         self.derived_width = max(len(d) for d in checked.derived.values())
-        self.relations = _materialize_base(self.spark, base, local_rows)
+        self.relations = _materialize_base(self.spark, base, holding.local_rows)
         self.variables = {name: Variable(tuple_schema(len(d)), name=name, arity=len(d))
                           for name, d in checked.derived.items()}
         self.rounds: list[RoundLog] = []
@@ -181,7 +181,7 @@ class Iteration:
         recent = [v.recent for v in self.variables.values() if v.recent is not None]
         may_be_small = all(b.local for b in recent) and (bool(recent) or all(
             r.batch.local for r in self.relations.values()))
-        parts = hold_parts(delta, "relation", self.local_rows, may_be_small)
+        parts = self.holding.hold_parts(delta, "relation", may_be_small)
         provenance = self._provenance_columns()
         for name in stratum:
             variable, part = self.variables[name], parts.get(name)
@@ -220,14 +220,14 @@ class Iteration:
 
 
 def evaluate(checked: CheckedProgram, base: dict[str, DataFrame], on_round: Callable[[RoundLog], None] | None,
-             broadcast_rows: int, local_rows: int) -> Evaluation:
+             broadcast_rows: int, holding: Holding) -> Evaluation:
     """Evaluate ``checked`` over interned base relations (columns ``c0..``) to its fixed point.
 
     Join strategy from exact counts: a relation of at most ``broadcast_rows``
     tuples is broadcast (checkpointed data carries no size statistics, so
     Spark alone would shuffle both sides of every join).
     """
-    return Iteration(checked, base, broadcast_rows, local_rows).run(on_round)
+    return Iteration(checked, base, broadcast_rows, holding).run(on_round)
 
 
 def _materialize_base(spark: SparkSession, base: dict[str, DataFrame], local_rows: int) -> dict[str, Relation]:

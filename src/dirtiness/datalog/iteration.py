@@ -11,7 +11,7 @@
   Subtracting what is known therefore anti-joins a handful of batches, not
   one part per round, and the plan of a round stays the same size however
   many rounds ran before it.
-- ``hold_parts`` materializes one round's findings for several sets at
+- ``Holding.hold_parts`` materializes one round's findings for several sets at
   once: one Spark action, split on the driver.
 """
 
@@ -62,41 +62,56 @@ def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) ->
     return spark.createDataFrame(table, schema)
 
 
-def hold(frame: DataFrame, local_rows: int, try_local: bool = True) -> Batch:
-    """A frame materialized: at most ``local_rows`` rows become a local relation (one job), more become
-    checkpointed blocks (one job: the count fills them).
+@dataclass(frozen=True)
+class Holding:
+    """The engine's switches for materializing what a loop finds, shared by every loop of a run.
 
-    ``try_local=False`` when the frame is known to be large: a failed attempt computes it twice.
+    ``local_rows``: a result of at most this many rows becomes a local
+    relation (0: never). ``lazy_checkpoints``: blocks are filled by the
+    action that counts them (one job); a server that checkpoints only
+    eagerly (Sail) turns this off and pays a job more for each held result.
     """
-    if local_rows and try_local:
-        rows = frame.limit(local_rows + 1).collect()
-        if len(rows) <= local_rows:
-            return local_batch(frame.sparkSession, rows, frame.schema)
-    held = frame.localCheckpoint(eager=False)
-    return Batch(held, held.count())
 
+    local_rows: int = 10_000
+    lazy_checkpoints: bool = True
 
-def hold_parts(frame: DataFrame, by: str, local_rows: int, try_local: bool = True) -> dict[str, Batch]:
-    """A frame materialized once and split on its column ``by``: one batch per value, without ``by``.
+    def checkpoint(self, frame: DataFrame) -> DataFrame:
+        return frame.localCheckpoint(eager=not self.lazy_checkpoints)
 
-    Blocks are counted per part by the action that fills them; a round
-    that turns out small is then collected from the blocks, so the next
-    round joins it locally.
-    """
-    columns = [c for c in frame.columns if c != by]
-    schema = frame.select(*columns).schema
-    rows = frame.limit(local_rows + 1).collect() if local_rows and try_local else None
-    if rows is None or len(rows) > local_rows:
-        held = frame.localCheckpoint(eager=False)
-        counts = {row[by]: row["count"] for row in held.groupBy(by).count().collect()}
-        if sum(counts.values()) > local_rows:
-            return {part: Batch(held.where(F.col(by) == part).select(*columns), count)
-                    for part, count in counts.items()}
-        rows = held.collect()
-    at, parts = frame.columns.index(by), {}
-    for row in rows:
-        parts.setdefault(row[at], []).append(tuple(row[c] for c in columns))
-    return {part: local_batch(frame.sparkSession, found, schema) for part, found in parts.items()}
+    def hold(self, frame: DataFrame, try_local: bool = True) -> Batch:
+        """A frame materialized: at most ``local_rows`` rows become a local relation (one job), more
+        become checkpointed blocks (one job: the count fills them).
+
+        ``try_local=False`` when the frame is known to be large: a failed attempt computes it twice.
+        """
+        if self.local_rows and try_local:
+            rows = frame.limit(self.local_rows + 1).collect()
+            if len(rows) <= self.local_rows:
+                return local_batch(frame.sparkSession, rows, frame.schema)
+        held = self.checkpoint(frame)
+        return Batch(held, held.count())
+
+    def hold_parts(self, frame: DataFrame, by: str, try_local: bool = True) -> dict[str, Batch]:
+        """A frame materialized once and split on its column ``by``: one batch per value, without ``by``.
+
+        Blocks are counted per part by the action that fills them; a round
+        that turns out small is then collected from the blocks, so the next
+        round joins it locally.
+        """
+        columns = [c for c in frame.columns if c != by]
+        schema = frame.select(*columns).schema
+        rows = frame.limit(self.local_rows + 1).collect() if self.local_rows and try_local else None
+        if rows is None or len(rows) > self.local_rows:
+            held = self.checkpoint(frame)
+            counts = {row[by]: row["count"] for row in held.groupBy(by).count().collect()}
+            if sum(counts.values()) > self.local_rows:
+                return {part: Batch(held.where(F.col(by) == part).select(*columns), count)
+                        for part, count in counts.items()}
+            rows = held.collect()
+        at, parts = frame.columns.index(by), {}
+        for row in rows:
+            parts.setdefault(row[at], []).append(tuple(row[c] for c in columns))
+        return {part: local_batch(frame.sparkSession, found, schema) for part, found in parts.items()}
 
 
 @dataclass

@@ -105,7 +105,7 @@ class _Plan:
                   "cleanup": (deleted, dependency_edges(catalog.readers, dependents_first=True))}
         if sinks is not None:
             groups["post-swap"] = (sinks.where(F.col("kind").isNotNull()), new_edges)
-        return cls(inputs, catalog, closure, clusters, creating, sinks, with_steps(groups, inputs.local_rows))  # one loop for all
+        return cls(inputs, catalog, closure, clusters, creating, sinks, with_steps(groups, inputs.holding))  # one loop for all
 
     @property
     def staging_schemas(self) -> DataFrame:

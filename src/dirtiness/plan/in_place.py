@@ -52,7 +52,7 @@ def in_place_plan(inputs: PlanInputs) -> DataFrame:
     stepped = with_steps({
         "teardown": (dropped, dependency_edges(catalog.readers, dependents_first=True)),
         "setup": (created, dependency_edges(inputs.new.dependencies)),
-    }, inputs.local_rows)
+    }, inputs.holding)
     teardown = operations(
         stepped["teardown"], "teardown", 1, "DROP", "object", step=F.col("step"),
         statement=d.render("drop_object", kind=kind_keyword("kind"), object=qualified(*KEY)),

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..datalog.iteration import Holding
 from ..inputs.snapshot import Snapshot
 from .dialect import Dialect
 
@@ -53,7 +54,7 @@ class PlanInputs:
     new: Snapshot
     dialect: Dialect
     suffix: str                # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
-    local_rows: int            # the engine's small-data threshold, for the step computation
+    holding: Holding           # the engine's switches, for the plan's own loops
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
 
 

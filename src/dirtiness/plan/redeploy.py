@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..datalog.iteration import Batch, Growing, hold, hold_parts, local_batch
+from ..datalog.iteration import Batch, Growing, local_batch
 from ..model import KEY
 from .operations import DEPLOYABLE, RECREATABLE, PlanInputs
 
@@ -95,7 +95,7 @@ class BlueGreen:
 
 
 def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
-    spark, local_rows = catalog.new.sparkSession, inputs.local_rows
+    spark, holding = catalog.new.sparkSession, inputs.holding
     new, deployed = catalog.new, catalog.deployed
     capable = (new.where((F.col("kind") == "materialized-view") & F.col("replacement"))
                .join(deployed.where(F.col("kind") == "materialized-view"), list(KEY), "left_semi").select(*KEY)
@@ -113,9 +113,9 @@ def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
     deleted = (deployed.join(new, list(KEY), "left_anti").join(dirty, list(KEY), "left_semi")
                .select(*KEY, F.lit("dirty").alias("reason")))
     # the four closures, grown together: one materialization and one action a round
-    start = hold_parts(reduce(DataFrame.unionByName, [
+    start = holding.hold_parts(reduce(DataFrame.unionByName, [
         _found("redeployed", seeds), _found("gone", deleted),
-        _found("removed", on_swapped_clusters.unionByName(deleted.select(*KEY)).distinct())]), "found", local_rows)
+        _found("removed", on_swapped_clusters.unionByName(deleted.select(*KEY)).distinct())]), "found")
     redeployed, gone = _growing(start, "redeployed", spark, REASONED), _growing(start, "gone", spark, REASONED)
     removed, swapped = _growing(start, "removed", spark, KEYED), Growing(SCHEMAS)
     frontier = removed.full(spark)  # removed and not yet read from
@@ -140,10 +140,10 @@ def blue_green(inputs: PlanInputs, catalog: Catalog) -> BlueGreen:
         carried = (readers.join(new, list(KEY), "left_anti").join(removed.full(spark), list(KEY), "left_anti")
                    .join(fresh_removed, list(KEY), "left_anti")
                    .select(*KEY, _reason("reads ", F.col("read"), ", which the plan removes")))
-        parts = hold_parts(reduce(DataFrame.unionByName, [
+        parts = holding.hold_parts(reduce(DataFrame.unionByName, [
             fresh_schemas.select(F.lit("swapped").alias("found"), *SCHEMA, _null("name"), _null("reason")),
             _found("removed", fresh_removed), _found("redeployed", fresh_redeployed), _found("gone", carried)]),
-            "found", local_rows)
+            "found")
         swapped.advance(parts["swapped"].project(SCHEMA) if "swapped" in parts else None)
         removed.advance(_union([parts[p].project(list(KEY)) for p in ("removed", "gone") if p in parts]))
         redeployed.advance(parts.get("redeployed"))
@@ -203,12 +203,12 @@ def in_place(inputs: PlanInputs, catalog: Catalog) -> tuple[DataFrame, int]:
              .where(F.col("kind").isin(*RECREATABLE) | F.col("change").isin("modified", "deleted"))
              .select(*KEY, F.lit("dirty").alias("reason")))
     dropped = Growing(REASONED)
-    dropped.advance(hold(seeds, inputs.local_rows))
+    dropped.advance(inputs.holding.hold(seeds))
     rounds = 0
     while dropped.recent is not None:
         rounds += 1
         readers = (catalog.readers_of(dropped.recent.frame)
                    .select(*KEY, _reason("reads ", F.col("read"), ", which the plan drops"))
                    .join(dropped.full(spark), list(KEY), "left_anti"))
-        dropped.advance(hold(readers, inputs.local_rows, dropped.recent.local))
+        dropped.advance(inputs.holding.hold(readers, dropped.recent.local))
     return dropped.full(spark).join(deployed.select(*KEY, "kind"), list(KEY)).localCheckpoint(), rounds

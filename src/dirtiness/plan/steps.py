@@ -4,7 +4,7 @@ Kahn's algorithm, level by level: step 0 is every node that waits for
 nothing in the set; a node gets step ``k`` once everything it waits for has
 a step below ``k``, so its step is one more than the largest step it waits
 for. Each round joins only the nodes released by the previous one, and holds
-its result the way the rule engine holds a round (``datalog.iteration.hold``):
+its result the way the rule engine holds a round (``datalog.iteration.Holding``):
 a local relation while it is small, checkpointed blocks when it is not. When
 a round releases nothing while nodes still wait, those nodes sit on or
 behind a cycle: the error names the objects of one cycle.
@@ -17,7 +17,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..datalog.iteration import Batch, hold
+from ..datalog.iteration import Batch, Holding
 from ..errors import InputError
 from ..model import KEY
 
@@ -29,7 +29,7 @@ class CycleError(InputError):
     """A dependency cycle among the objects to plan (exit 2)."""
 
 
-def dependency_steps(nodes: DataFrame, edges: DataFrame, keys: list[str], local_rows: int) -> DataFrame:
+def dependency_steps(nodes: DataFrame, edges: DataFrame, keys: list[str], holding: Holding) -> DataFrame:
     """``keys + [step]`` for every node.
 
     ``nodes`` has the ``keys`` columns; ``edges`` has ``keys`` (the node) and
@@ -37,21 +37,21 @@ def dependency_steps(nodes: DataFrame, edges: DataFrame, keys: list[str], local_
     one. Edges with an end outside ``nodes`` impose nothing.
     """
     waits = [WAITS + k for k in keys]
-    held = hold(nodes.select(*keys).distinct(), local_rows)
-    inside = hold(edges.select(*keys, *waits).distinct()
+    held = holding.hold(nodes.select(*keys).distinct())
+    inside = holding.hold(edges.select(*keys, *waits).distinct()
                   .join(held.frame, keys, "left_semi")
-                  .join(held.frame.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits, "left_semi"),
-                  local_rows, held.local)
-    waiting = hold(inside.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias("missing")), local_rows, inside.local)
+                          .join(held.frame.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits,
+                                "left_semi"), held.local)
+    waiting = holding.hold(inside.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias("missing")), inside.local)
     ready = held.frame.join(waiting.frame, keys, "left_anti").select(*keys, F.lit(0).alias("step"))
     steps, step, local = [ready], 0, waiting.local
     while waiting.count:
         step += 1
         released = (inside.frame.join(ready.select(*(F.col(k).alias(w) for k, w in zip(keys, waits))), waits)
                     .groupBy(*keys).agg(F.count(F.lit(1)).alias("released")))
-        updated = hold(waiting.frame.join(released, keys, "left")
-                       .select(*keys, (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing")),
-                       local_rows, waiting.local)
+        updated = holding.hold(waiting.frame.join(released, keys, "left")
+                               .select(*keys, (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing")),
+                               waiting.local)
         done = _count_done(updated)
         if not done:
             raise CycleError(f"dependency cycle: {' -> '.join(_one_cycle(inside.frame, updated.frame, keys))}")
@@ -59,7 +59,7 @@ def dependency_steps(nodes: DataFrame, edges: DataFrame, keys: list[str], local_
         steps.append(ready)
         waiting = Batch(updated.frame.where(F.col("missing") > 0), updated.count - done)
         local = local and updated.local
-    return hold(reduce(DataFrame.unionByName, steps), local_rows, local).frame
+    return holding.hold(reduce(DataFrame.unionByName, steps), local).frame
 
 
 def _count_done(batch: Batch) -> int:
@@ -99,7 +99,7 @@ def dependency_edges(dependencies: DataFrame, dependents_first: bool = False) ->
                                *(F.col(c).alias(WAITS + k) for c, k in zip(source, KEY)))
 
 
-def with_steps(groups: dict[str, tuple[DataFrame, DataFrame]], local_rows: int) -> dict[str, DataFrame]:
+def with_steps(groups: dict[str, tuple[DataFrame, DataFrame]], holding: Holding) -> dict[str, DataFrame]:
     """For each group ``name: (objects, edges)``, the objects plus their ``step`` among themselves.
 
     All groups share one loop: nodes and edges are tagged with their group,
@@ -114,6 +114,6 @@ def with_steps(groups: dict[str, tuple[DataFrame, DataFrame]], local_rows: int) 
     edges = reduce(DataFrame.unionByName, [
         tagged(edges, group, [*KEY, *(WAITS + k for k in KEY)]).withColumn(WAITS + "group", F.col("group"))
         for group, (_, edges) in groups.items()])
-    steps = dependency_steps(nodes, edges, keys, local_rows)
+    steps = dependency_steps(nodes, edges, keys, holding)
     return {group: objects.join(steps.where(F.col("group") == group).drop("group"), list(KEY))
             for group, (objects, _) in groups.items()}

@@ -74,8 +74,11 @@ class DeltaStore:
         if self.backend == "spark":
             literal = run_id.replace("'", "''")
             df = df.localCheckpoint()
-            (df.write.format("delta").mode("overwrite")
-             .option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name)))
+            if self.exists(name):
+                (df.write.format("delta").mode("overwrite")
+                 .option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name)))
+            else:  # the first rows create the table (Sail refuses a replaceWhere with nothing to replace in)
+                df.write.format("delta").mode("append").save(self.path(name))
             return df.count()
         return _commit_files(self.spark, self.path(name), df, replace_run=run_id)
 

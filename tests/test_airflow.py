@@ -1,0 +1,95 @@
+"""examples/airflow/dirtiness_dag.py in a real Airflow: its own virtualenv (`make test` makes
+`.venv-airflow`), a SQLite metadata database, spark-submit to a local master.
+
+One DAG run computes and hands its plan on; the same DAG run again (same run id) leaves one
+succeeded DAG run and one succeeded job run; `airflow dags test` with a new run id finds nothing
+new (--if-changed) and skips the task that reads the plan.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from dirtiness.config import PROJECT_ROOT
+
+AIRFLOW_BIN = PROJECT_ROOT / ".venv-airflow" / "bin"
+DAG_FILE = PROJECT_ROOT / "examples" / "airflow" / "dirtiness_dag.py"
+RUNNER = PROJECT_ROOT / "tests" / "airflow_dag_run.py"
+LOGICAL_DATE, RUN_AFTER = "2026-11-23T08:00:00+00:00", "2026-11-23T08:05:00+00:00"
+RUN_ID = f"manual__{RUN_AFTER}"
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory):
+    """A function running a command of the Airflow environment (AIRFLOW_HOME in a temporary folder)."""
+    if not (AIRFLOW_BIN / "airflow").exists():
+        pytest.fail(f"{AIRFLOW_BIN}/airflow is missing: `make test` installs it (examples/airflow/requirements.txt)")
+    home = tmp_path_factory.mktemp("airflow")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK", "SPARK_"))},
+        "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(DAG_FILE.parent),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_DIRTINESS_SPARK": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        # spark-submit and the job's Python come from the dirtiness environment
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
+        "DIRTINESS_PYTHON": sys.executable,
+        "DIRTINESS_OLD": str(PROJECT_ROOT / "examples" / "old.yaml"),
+        "DIRTINESS_NEW": str(PROJECT_ROOT / "examples" / "new.yaml"),
+        "DIRTINESS_OUT": str(home / "out"), "DIRTINESS_RETRIES": "0",
+    }
+
+    def run(*command: str) -> str:
+        done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        return done.stdout
+
+    run(str(AIRFLOW_BIN / "airflow"), "db", "migrate")
+    run.home = home
+    return run
+
+
+def dag_run(airflow, name: str) -> dict:
+    result = airflow.home / f"{name}.json"
+    airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, RUN_AFTER, str(result))
+    return json.loads(result.read_text())
+
+
+def dag_runs(airflow) -> list[dict]:
+    return json.loads(airflow(str(AIRFLOW_BIN / "airflow"), "dags", "list-runs", "dirtiness", "-o", "json")
+                      .strip().splitlines()[-1])
+
+
+@pytest.mark.processes
+def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, expected):
+    first = dag_run(airflow, "first")
+    assert (first["run_id"], first["state"]) == (RUN_ID, "success")
+    assert set(first["tasks"].values()) == {"success"}, first["tasks"]
+    summary, plan = first["xcom"]["summary"], first["xcom"]["read_plan"]
+    assert (summary["run_id"], summary["status"]) == (RUN_ID, "succeeded")  # --run-id {{ run_id }}
+    assert summary["counts"]["ddl_plan"] == plan["operations"] == expected["counts"]["ddl_plan"]
+    assert plan["phases"] == summary["plan"] == expected["plan"]
+
+    again = dag_run(airflow, "again")  # the same DAG run once more: the job finds its own run unchanged
+    assert (again["run_id"], again["state"]) == (RUN_ID, "success")
+    assert (again["xcom"]["summary"]["status"], again["xcom"]["summary"]["same_as"]) == ("skipped", RUN_ID)
+    assert again["tasks"]["read_plan"] == "success" and again["xcom"]["read_plan"] == plan  # its plan stands
+    assert [(r["run_id"], r["state"]) for r in dag_runs(airflow)] == [(RUN_ID, "success")]
+    runs = pl.read_delta(str(airflow.home / "out" / "runs")).select("run_id", "status").rows()
+    assert runs == [(RUN_ID, "succeeded")]
+
+    # `airflow dags test` itself: a new DAG run (new run id) for the same date replaces the old one;
+    # nothing changed since the succeeded run, so the plan's reader is skipped
+    airflow(str(AIRFLOW_BIN / "airflow"), "dags", "test", "dirtiness", LOGICAL_DATE)
+    [latest] = dag_runs(airflow)
+    assert latest["state"] == "success" and latest["run_id"] != RUN_ID
+    states = json.loads(airflow(str(AIRFLOW_BIN / "airflow"), "tasks", "states-for-dag-run", "dirtiness",
+                                latest["run_id"], "-o", "json").strip().splitlines()[-1])
+    assert {s["task_id"]: s["state"] for s in states} == {
+        "compute": "success", "summary": "success", "has_plan": "success", "read_plan": "skipped"}
+    skipped = json.loads((airflow.home / "out.summaries" / f"{latest['run_id']}.json").read_text())
+    assert (skipped["status"], skipped["same_as"]) == ("skipped", RUN_ID)
+    assert pl.read_delta(str(airflow.home / "out" / "runs")).height == 1  # a skipped run writes nothing
