@@ -55,6 +55,7 @@ bench: setup
 	$(BIN)/python bench/run.py --objects 10000
 	$(BIN)/python bench/run.py --objects 100000
 	$(BIN)/python bench/run.py --objects 1000000
+	$(BIN)/python bench/dbt_manifest.py --copies 30
 
 clean:
 	rm -rf out .pytest_cache test-artifacts

@@ -96,6 +96,10 @@ def plan_scenarios():
     s.append(Scenario("changed_table", [table, recent], [changed(table), recent]))
     elsewhere = view("db.mart.recent", "SELECT * FROM raw.events", ["db.raw.events"])
     s.append(Scenario("table_needing_attention", [table, elsewhere], [changed(table), elsewhere]))
+    # The project moves an MV to a cluster that does not exist yet, and adds one there.
+    moved = mv("db.m.moved", "old_c", "SELECT 1 AS a")
+    added = mv("db.m.added", "new_c", "SELECT 2 AS b")
+    s.append(Scenario("new_cluster", [moved], [{**changed(moved), "cluster": "new_c"}, added]))
     return s + seed_scenarios()
 
 
@@ -372,3 +376,17 @@ def test_steps_are_the_longest_path_from_the_roots(spark, holding):
                                   "node string, waits_for_node string")  # x is not a node: e waits for nothing
     steps = {r["node"]: r["step"] for r in dependency_steps(nodes, edges, ["node"], holding).collect()}
     assert steps == {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}
+
+
+def test_a_cluster_nothing_deployed_runs_on_is_created_as_itself(plans, batch):
+    for strategy, phase in (("blue-green", "stage"), ("in-place", "setup")):
+        rows = rows_of(plans, batch, strategy, "new_cluster")
+        clusters = [(r["phase"], r["step"], r["action"], r["name"], r["statement"])
+                    for r in rows if r["object_type"] == "cluster"]
+        new_c = [c for c in clusters if c[3] == "new_c"]
+        assert [c[:4] for c in new_c] == [(phase, 0, "CREATE", "new_c")], strategy  # never staged nor swapped
+        assert new_c[0][4] == "CREATE CLUSTER \"new_c\" (SIZE = '25cc')"
+        created = [r["statement"] for r in rows if r["object_type"] == "object" and r["action"] == "CREATE"]
+        assert len(created) == 2 and all('IN CLUSTER "new_c"' in sql for sql in created), (strategy, created)
+    # the cluster the MV left holds nothing of the new project: not dirty, left alone
+    assert all(r["name"] != "old_c" for r in rows_of(plans, batch, "blue-green", "new_cluster"))

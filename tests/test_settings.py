@@ -31,6 +31,11 @@ def test_a_bad_small_catalog_threshold_is_named():
         resolve(PARAMS, config)
 
 
+def test_a_bad_input_format_is_named():
+    with pytest.raises(InputError, match=r"^--new-format 'xml': expected one of auto, snapshot, dbt, mz-deploy, moose$"):
+        resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", new_format="xml"), load_config())
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
     ("lazy_checkpoints", "no", "lazy_checkpoints: expected true or false, not 'no'"),

@@ -14,6 +14,7 @@ from .apply.runner import ApplyError
 from .config import load_config
 from .datalog.syntax import ProgramError
 from .errors import InputError, PolicyError
+from .inputs.formats import FORMATS
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_POLICY = 0, 1, 2, 3
 
@@ -47,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--database", action="append", default=[], metavar="NAME",
                        help="only the operations on this database (repeatable; PostgreSQL connects to one)")
     add_read_arguments(apply)
+    snapshot = commands.add_parser("snapshot", help="write the snapshot the job reads from a tool's artefact (YAML)")
+    snapshot.add_argument("path", help="a dbt manifest.json, an mz-deploy project folder, a Moose infrastructure map")
+    snapshot.add_argument("--format", choices=FORMATS, default="auto", help="the artefact's format (default: detected)")
+    snapshot.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    snapshot.add_argument("--debug", action="store_true", help="show tracebacks")
+    select = commands.add_parser("select", help="a run's dirty objects as a dbt selector, in plan order")
+    add_read_arguments(select)
     return parser
 
 
@@ -58,8 +66,11 @@ def add_read_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--old", required=True, help="deployed snapshot: YAML/JSON document or folder of tables")
-    run.add_argument("--new", required=True, help="desired snapshot: YAML/JSON document or folder of tables")
+    run.add_argument("--old", required=True, help="deployed project: a snapshot (YAML/JSON document or folder of "
+                                                   "tables), a dbt manifest, an mz-deploy folder or a Moose map")
+    run.add_argument("--new", required=True, help="desired project, in any of the same forms")
+    run.add_argument("--old-format", choices=FORMATS, default="auto", help="the form of --old (default: detected)")
+    run.add_argument("--new-format", choices=FORMATS, default="auto", help="the form of --new (default: detected)")
     run.add_argument("--out", required=True, help="output root of the Delta tables")
     run.add_argument("--forced-schema", action="append", default=[], metavar="DB.SCHEMA",
                      help="redeploy this schema anyway (repeatable)")
@@ -92,6 +103,10 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
             return _report(args.out, args.run_id, args.html, load_config(args.config))
         if args.command == "apply":
             return _apply(args)
+        if args.command == "snapshot":
+            return _snapshot(args)
+        if args.command == "select":
+            return _select(args)
         raise InputError(f"usage: unknown command {args.command}")
     except (InputError, ProgramError) as error:
         _fail(error, debug)
@@ -150,7 +165,8 @@ def _run(args, set_master: bool) -> int:
     from .settings import FINGERPRINTS, RunParams, resolve
 
     config = load_config(args.config)
-    settings = resolve(RunParams(old=args.old, new=args.new, out=args.out, forced_schemas=args.forced_schema,
+    settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
+                                 out=args.out, forced_schemas=args.forced_schema,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     if args.report:
@@ -180,6 +196,45 @@ def _run(args, set_master: bool) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(args.summary_json)), exist_ok=True)
         with open(args.summary_json, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=2, sort_keys=True)
+    return EXIT_OK
+
+
+def _snapshot(args) -> int:
+    import yaml
+
+    from .inputs.formats import to_document
+    from .inputs.snapshot import parse_document
+
+    if not os.path.exists(args.path):
+        raise InputError(f"{args.path}: no such file or folder")
+    document = to_document(args.path, args.format)
+    if document is None:
+        raise InputError(f"{args.path}: already a snapshot in this job's own form: the job reads it as it is")
+    parse_document(document, args.path)  # what the job would refuse is refused here too
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
+    if not args.out:
+        sys.stdout.write(text)
+        return EXIT_OK
+    folder = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(folder, exist_ok=True)
+    partial = os.path.join(folder, f".{os.path.basename(args.out)}.partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(partial, args.out)  # never a half-written snapshot under the name asked for
+    print(f"{args.out}: {len(document['objects'])} objects", file=sys.stderr)
+    return EXIT_OK
+
+
+def _select(args) -> int:
+    from .readback.run_tables import RunTables
+    from .readback.select import dbt_selection
+
+    outputs = load_config(args.config).get("outputs") or {}
+    names = dbt_selection(RunTables.open(args.out, args.run_id), outputs.get("DirtyStmt", "dirty_stmts"))
+    if names:
+        print(" ".join(names))
+    else:  # an empty --select would make dbt build everything: say so, print nothing
+        print("dirtiness: nothing is dirty: no dbt node to select", file=sys.stderr)
     return EXIT_OK
 
 

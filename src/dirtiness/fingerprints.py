@@ -2,7 +2,8 @@
 
 A snapshot file is hashed by its bytes; a snapshot folder by the relative
 path, size and bytes of every file below it (sorted, so the walk order does
-not matter). The rule program is hashed by its text, the configuration by
+not matter); a tool's artefact (a dbt manifest, an mz-deploy folder, a Moose
+map) by the snapshot rows it converts to. The rule program is hashed by its text, the configuration by
 its canonical JSON together with the flags that change the result.
 """
 
@@ -28,6 +29,13 @@ def of_path(path: str) -> str:
                 digest.update(f"{relative}\0{os.path.getsize(full)}\0".encode())
                 _add_file(digest, full)
     return "sha256:" + digest.hexdigest()
+
+
+def of_document(document) -> str:
+    """A snapshot converted from a tool's artefact, by its rows: a dbt manifest rewritten with a new
+    ``generated_at`` and nothing else is the same input."""
+    rows = {"objects": document.objects, "dependencies": document.dependencies, "indexes": document.indexes}
+    return of_text(json.dumps(rows, sort_keys=True, default=str))
 
 
 def of_text(text: str) -> str:

@@ -137,7 +137,8 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     small_catalog = contextlib.ExitStack()  # the session's own settings come back however compute ends
     try:
         with clock("load"):
-            old, new = load_snapshot(spark, settings.old), load_snapshot(spark, settings.new)
+            old, new = (load_snapshot(spark, settings.old, settings.old_format),
+                        load_snapshot(spark, settings.new, settings.new_format))
             cached += [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
             if settings.small_catalog_objects and settings.small_catalog_conf:
                 objects = old.objects.select(*KEY).unionByName(new.objects.select(*KEY)).count()  # fills both caches

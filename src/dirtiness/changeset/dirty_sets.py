@@ -3,7 +3,7 @@
 Integer columns become names again; the rule index becomes its label; the
 cause becomes a readable tuple such as
 ``DirtyStmt(materialize.internal.winning_bids)``. A relation with exactly one
-object column also gets the object's ``kind`` and ``change``.
+object column also gets the object's ``kind``, ``change`` and ``tool_id``.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def column_names(domains: tuple[str, ...]) -> list[list[str]]:
 
 def dirty_table(checked: CheckedProgram, relation: str, derived: DataFrame, dictionaries: Dictionaries,
                 attributes: DataFrame) -> DataFrame:
-    """Rows ``<key columns>, [kind, change], rule, cause, round`` for one derived relation.
+    """Rows ``<key columns>, [kind, change], rule, cause, round[, tool_id]`` for one derived relation.
 
-    ``attributes`` holds ``database, schema, name, kind, change`` of every object.
+    ``attributes`` holds ``database, schema, name, kind, change, tool_id`` of every object.
     """
     domains = checked.domains(relation)
     names = column_names(domains)
@@ -45,11 +45,12 @@ def dirty_table(checked: CheckedProgram, relation: str, derived: DataFrame, dict
         keys.extend(columns)
     labels = F.array(*(F.lit(r.label) for r in checked.rules))
     detail: list[str] = []
+    tool: list[str] = []
     if sum(1 for d in domains if d == OBJECT_DOMAIN) == 1:
         frame = frame.join(attributes, list(KEY), "left")
-        detail = ["kind", "change"]
+        detail, tool = ["kind", "change"], ["tool_id"]  # tool_id last: tables written before it widen
     return frame.select(*keys, *detail, F.element_at(labels, F.col("rule") + 1).alias("rule"),
-                        "cause", F.col("round").cast("int").alias("round"))
+                        "cause", F.col("round").cast("int").alias("round"), *tool)
 
 
 def _with_cause(checked: CheckedProgram, derived: DataFrame, dictionaries: Dictionaries) -> DataFrame:
@@ -79,9 +80,10 @@ def _kind(domain: str) -> str:
 
 
 def object_attributes(old_objects: DataFrame, new_objects: DataFrame, changed: DataFrame) -> DataFrame:
-    """``database, schema, name, kind, change`` for every object of either snapshot (new kind wins)."""
-    old = old_objects.select(*KEY, F.col("kind").alias("old_kind"))
-    new = new_objects.select(*KEY, F.col("kind").alias("new_kind"))
+    """``database, schema, name, kind, change, tool_id`` for every object of either snapshot (new side wins)."""
+    old = old_objects.select(*KEY, F.col("kind").alias("old_kind"), F.col("tool_id").alias("old_tool_id"))
+    new = new_objects.select(*KEY, F.col("kind").alias("new_kind"), F.col("tool_id").alias("new_tool_id"))
     return (old.join(new, list(KEY), "full_outer")
             .join(changed.select(*KEY, "change"), list(KEY), "left")
-            .select(*KEY, F.coalesce("new_kind", "old_kind").alias("kind"), "change"))
+            .select(*KEY, F.coalesce("new_kind", "old_kind").alias("kind"), "change",
+                    F.coalesce("new_tool_id", "old_tool_id").alias("tool_id")))

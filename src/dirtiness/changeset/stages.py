@@ -25,7 +25,7 @@ from .interning import Dictionaries, build_dictionaries, intern
 @dataclass
 class BaseFacts:
     facts: dict[str, DataFrame]  # base relation -> facts-table rows
-    attributes: DataFrame        # database, schema, name, kind, change of every object
+    attributes: DataFrame        # database, schema, name, kind, change, tool_id of every object
 
 
 @dataclass

@@ -19,11 +19,13 @@ from pyspark.sql import types as T
 
 from ..errors import InputError, summarize
 from ..model import KEY, KINDS
+from .formats import detect, to_document
 
 OBJECTS = T.StructType([
     *(T.StructField(c, T.StringType()) for c in (*KEY, "kind", "hash", "cluster")),
     T.StructField("replacement", T.BooleanType()),
     T.StructField("sql", T.StringType()),
+    T.StructField("tool_id", T.StringType()),  # the object's id in the tool it came from (dbt's unique_id)
 ])
 DEPENDENCIES = T.StructType([T.StructField(c, T.StringType())
                              for c in (*KEY, "dep_database", "dep_schema", "dep_name")])
@@ -44,19 +46,26 @@ class Snapshot:
         return Snapshot(self.path, self.objects.cache(), self.dependencies.cache(), self.indexes.cache())
 
 
-def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
-    """The snapshot at ``path``, validated and cached (the diff, the facts and the plan all read it).
+def load_snapshot(spark: SparkSession, path: str, format: str = "auto") -> Snapshot:
+    """The snapshot at ``path`` (in ``format``: ``inputs.formats``), validated and cached (the diff, the
+    facts and the plan all read it).
 
     Whether its dependencies name objects it lists is checked later
     (``inputs.references.resolve_statements``), once the SQL has had its say.
     """
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
-    if os.path.isdir(path):
+    if not is_document(path, format):
         snapshot = _load_tables(spark, path).cached()
         _validate_tables(snapshot)
         return snapshot
-    return _load_document(spark, path).cached()
+    return _snapshot(spark, read_document(path, format=format)).cached()
+
+
+def is_document(path: str, format: str = "auto") -> bool:
+    """Whether ``path`` is read on the driver as one document (this job's own, or a tool's artefact
+    converted to one), rather than as table folders read by Spark."""
+    return not os.path.isdir(path) or (format if format != "auto" else detect(path)) not in ("snapshot",)
 
 
 def missing_dependencies(snapshot: Snapshot, external_databases=()) -> DataFrame:
@@ -78,20 +87,34 @@ class Document:
     objects: list[tuple]
     dependencies: list[tuple]
     indexes: list[tuple]
+    converted: bool = False  # converted from a tool's artefact (inputs.formats)
 
 
 _READ: dict[tuple, Document] = {}  # documents read before Spark started, until their run loads them
 
 
-def read_document(path: str, keep: bool = False) -> Document:
-    """Parse and validate a YAML/JSON snapshot without Spark (bad input fails before a session starts).
+def read_document(path: str, keep: bool = False, format: str = "auto") -> Document:
+    """Parse and validate a snapshot document without Spark (bad input fails before a session starts):
+    a YAML/JSON snapshot, or a tool's artefact converted to one (``inputs.formats``).
 
-    With ``keep``, the rows are kept for ``load_snapshot`` (once), so the file is parsed once per run.
+    With ``keep``, the rows are kept for ``load_snapshot`` (once), so the input is parsed once per run.
     """
     stat = os.stat(path)
-    key = (os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
+    key = (os.path.realpath(path), stat.st_mtime_ns, stat.st_size, format)
     if key in _READ:
         return _READ[key] if keep else _READ.pop(key)
+    converted = to_document(path, format)
+    if converted is not None:
+        document = parse_document(converted, path)
+        document.converted = True
+    else:
+        document = _parse_yaml(path)
+    if keep:
+        _READ[key] = document
+    return document
+
+
+def _parse_yaml(path: str) -> Document:
     try:
         with open(path, encoding="utf-8") as handle:
             parsed = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -102,14 +125,7 @@ def read_document(path: str, keep: bool = False) -> Document:
         raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: cannot read: {error}") from None
-    document = parse_document(parsed, path)
-    if keep:
-        _READ[key] = document
-    return document
-
-
-def _load_document(spark: SparkSession, path: str) -> Snapshot:
-    return _snapshot(spark, read_document(path))
+    return parse_document(parsed, path)
 
 
 def snapshot_from_document(spark: SparkSession, document, path: str = "<document>") -> Snapshot:
@@ -188,7 +204,7 @@ def _parse_object(entry, number: int):
         raise _Problem(f"{name}: missing required field 'kind'")
     if kind not in KINDS:
         raise _Problem(f"{name}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
-    for field in ("hash", "cluster", "sql"):
+    for field in ("hash", "cluster", "sql", "tool_id"):
         if entry.get(field) is not None and not isinstance(entry[field], str):
             raise _Problem(f"{name}: field '{field}' must be a string or null, not {type(entry[field]).__name__}")
     replacement = entry.get("replacement", False)
@@ -196,7 +212,8 @@ def _parse_object(entry, number: int):
         replacement = False
     if not isinstance(replacement, bool):
         raise _Problem(f"{name}: field 'replacement' must be true or false, not {replacement!r}")
-    unknown = sorted(set(entry) - {*KEY, "kind", "hash", "cluster", "replacement", "depends_on", "indexes", "sql"})
+    unknown = sorted(set(entry) - {*KEY, "kind", "hash", "cluster", "replacement", "depends_on", "indexes", "sql",
+                                   "tool_id"})
     if unknown:
         raise _Problem(f"{name}: unknown field(s) {', '.join(unknown)}")
     deps = [_reference(ref, name) for ref in _list(entry, "depends_on", name)]
@@ -208,7 +225,7 @@ def _parse_object(entry, number: int):
         if cluster is not None and not isinstance(cluster, str):
             raise _Problem(f"{name}: index {index['name']}: 'cluster' must be a string")
         idx.append((index["name"], cluster))
-    row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"))
+    row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"), entry.get("tool_id"))
     return key, row, deps, idx
 
 

@@ -44,7 +44,7 @@ from pyspark.sql import functions as F
 
 from ..model import KEY
 from . import redeploy
-from .operations import DEPLOYABLE, STATEFUL, PlanInputs, operations
+from .operations import DEPLOYABLE, STATEFUL, PlanInputs, cluster_creations, operations
 from .redeploy import DEP, SCHEMA, Catalog
 from .statements import (
     kind_keyword,
@@ -80,7 +80,8 @@ class _Plan:
         catalog = Catalog.of(inputs)
         closure = redeploy.blue_green(inputs, catalog)
         new = catalog.new
-        clusters = inputs.dirty_clusters.select(F.col("cluster").alias("name"))
+        clusters = (inputs.dirty_clusters.select(F.col("cluster").alias("name"))
+                    .join(catalog.missing_clusters, "name", "left_anti"))  # a missing cluster is created instead
         if not inputs.dialect.clusters:
             clusters = clusters.limit(0)
         staging = _staging(inputs)
@@ -155,6 +156,7 @@ def _stage(plan: _Plan) -> list[DataFrame]:
         parts.append(operations(
             plan.clusters, "stage", 1, "CREATE", "cluster", step=F.lit(0),
             statement=d.render("create_cluster", cluster=quoted(_staging_cluster(inputs)), like=quoted("name"))))
+        parts.append(cluster_creations(plan.catalog.missing_clusters, d, "stage", 1))
         parts.append(_indexes(plan))
     return parts
 

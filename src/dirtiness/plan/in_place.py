@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from ..model import KEY
 from . import redeploy
-from .operations import RECREATABLE, STATEFUL, PlanInputs, operations
+from .operations import RECREATABLE, STATEFUL, PlanInputs, cluster_creations, operations
 from .redeploy import SCHEMA, Catalog
 from .statements import (
     kind_keyword,
@@ -72,6 +72,7 @@ def in_place_plan(inputs: PlanInputs) -> DataFrame:
                    statement=F.col("statement")),
     ]
     if d.clusters:
+        parts.append(cluster_creations(catalog.missing_clusters, d, "setup", 2))
         indexes = inputs.new.indexes.join(setup.select(*KEY, "step"), list(KEY))
         parts.append(operations(
             indexes, "setup", 2, "CREATE", "index", step=F.col("step") + 2, name=F.col("index_name"),

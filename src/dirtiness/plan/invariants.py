@@ -35,7 +35,7 @@ def check_invariants(plan: DataFrame, inputs: PlanInputs, changed: DataFrame, st
         "every schema exists before an object is created in it": _schemaless(plan, inputs),
     }
     if strategy == "blue-green":
-        checks["every staged schema and cluster is swapped"] = _not_swapped(plan)
+        checks["every staged schema and cluster is swapped"] = _not_swapped(plan, inputs)
     tagged = [frame.select(F.lit(name).alias("invariant"), F.col("detail")).limit(shown)
               for name, frame in checks.items()]
     found = reduce(DataFrame.unionByName, tagged).collect()
@@ -146,14 +146,17 @@ def _out_of_order(plan: DataFrame, inputs: PlanInputs) -> DataFrame:
     return reduce(DataFrame.unionByName, found)
 
 
-def _not_swapped(plan: DataFrame) -> DataFrame:
-    """Schemas receiving a staged copy (not a replacement), and staging clusters, each have a SWAP."""
+def _not_swapped(plan: DataFrame, inputs: PlanInputs) -> DataFrame:
+    """Schemas receiving a staged copy (not a replacement), and staging copies of the clusters the database
+    has, each have a SWAP (a cluster nothing deployed runs on is created under its own name)."""
     staged_schemas = (plan.where((F.col("phase") == "stage") & (F.col("object_type") == "object")
                                  & (F.col("action") == "CREATE") & (F.col("target_schema") != F.col("schema")))
                       .select("object_type", *SCHEMA).distinct().withColumn("object_type", F.lit("schema"))
                       .withColumn("name", F.lit(None).cast("string")))
+    deployed = (_deployed(inputs).select("cluster").unionByName(inputs.old.indexes.select("cluster"))
+                .select(F.col("cluster").alias("name")))
     staged_clusters = (plan.where((F.col("phase") == "stage") & (F.col("object_type") == "cluster"))
-                       .select("object_type", *SCHEMA, "name"))
+                       .join(deployed, "name", "left_semi").select("object_type", *SCHEMA, "name"))
     keys = ["object_type", "database", "schema", "name"]
     swapped = plan.where(F.col("phase") == "swap").select(*keys).alias("sw")
     staged = staged_schemas.unionByName(staged_clusters).select(*keys).alias("st")

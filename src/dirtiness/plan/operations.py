@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from ..datalog.iteration import Holding
 from ..inputs.snapshot import Snapshot
 from .dialect import Dialect
+from .statements import quoted
 
 DEPLOYABLE = ("view", "materialized-view")        # staged and swapped by blue-green
 RECREATABLE = ("view", "materialized-view", "sink")  # dropped and created again when dirty
@@ -89,3 +90,9 @@ def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Col
         pick(None, "reason").alias("reason"),
         pick(None, "error").alias("error"),
     )
+
+
+def cluster_creations(missing: DataFrame, dialect: Dialect, phase: str, phase_order: int) -> DataFrame:
+    """Step 0: each cluster the new project needs and the database does not have (``name``), under its own name."""
+    return operations(missing, phase, phase_order, "CREATE", "cluster", step=F.lit(0),
+                      statement=dialect.render("create_cluster", cluster=quoted("name"), like=quoted("name")))

@@ -55,6 +55,7 @@ class Catalog:
     deployed: DataFrame  # key, kind, cluster: what the database holds before the plan
     readers: DataFrame   # key of a reader, dep_* of what it reads: old and new dependencies
     known_schemas: DataFrame  # database, schema: schemas the old snapshot shows to exist
+    missing_clusters: DataFrame  # name: clusters the new project uses and nothing deployed runs on
 
     @classmethod
     def of(cls, inputs: PlanInputs) -> "Catalog":
@@ -66,9 +67,10 @@ class Catalog:
                     .select(*KEY, "kind", "cluster").join(old, list(KEY), "left_anti"))
         readers = (inputs.old.dependencies.select(*KEY, *DEP)
                    .unionByName(inputs.new.dependencies.select(*KEY, *DEP)).distinct())
-        return cls(new=new.localCheckpoint(), deployed=old.unionByName(presumed).localCheckpoint(),
-                   readers=readers.localCheckpoint(),
-                   known_schemas=old.select(*SCHEMA).distinct().localCheckpoint())
+        deployed = old.unionByName(presumed).localCheckpoint()
+        return cls(new=new.localCheckpoint(), deployed=deployed, readers=readers.localCheckpoint(),
+                   known_schemas=old.select(*SCHEMA).distinct().localCheckpoint(),
+                   missing_clusters=_missing_clusters(inputs, deployed).localCheckpoint())
 
     def emptied_schemas(self, dropped: DataFrame) -> DataFrame:
         """Schemas of deployed objects the new project no longer has, once the plan drops ``dropped`` (key):
@@ -82,6 +84,16 @@ class Catalog:
         hit = removed.select(*(F.col(k).alias(f"dep_{k}") for k in KEY))
         return (self.readers.join(hit, DEP).join(self.deployed.select(*KEY), list(KEY), "left_semi")
                 .groupBy(*KEY).agg(F.min(F.concat_ws(".", *DEP)).alias("read")))
+
+
+def _missing_clusters(inputs: PlanInputs, deployed: DataFrame) -> DataFrame:
+    """Clusters of the new project's objects and indexes that no deployed object or index runs on: the
+    plan creates them under their own names (nothing on them needs staging), which fails rather than
+    reconfigure one that exists outside the project."""
+    used = (inputs.new.objects.select("cluster")
+            .unionByName(inputs.new.indexes.select("cluster")).where(F.col("cluster").isNotNull()))
+    known = deployed.select("cluster").unionByName(inputs.old.indexes.select("cluster"))
+    return used.distinct().join(known, "cluster", "left_anti").select(F.col("cluster").alias("name"))
 
 
 @dataclass

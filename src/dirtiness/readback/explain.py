@@ -17,7 +17,7 @@ from ..model import KEY, facts_table
 from .fact_text import Fact, parse_fact, show_name
 from .run_tables import RunTables
 
-NOT_KEYS = {"run_id", "kind", "change", "rule", "cause", "round"}  # detail and provenance columns
+NOT_KEYS = {"run_id", "kind", "change", "tool_id", "rule", "cause", "round"}  # detail and provenance columns
 DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
 
 
@@ -278,7 +278,8 @@ def format_text(e: Explanation) -> str:
         for op in e.plan:
             mark = ("  [destructive]" if op["destructive"] else "") + ("  [verbatim]" if op.get("verbatim") else "")
             why = f"  (not dirty: {op['reason']})" if op.get("reason") not in (None, "dirty") else ""
-            lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {op['statement']}{mark}{why}")
+            statement = op["statement"] or f"{op.get('action') or 'operation'} (no statement: the snapshot has no SQL)"
+            lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {statement}{mark}{why}")
     elif e.dirty:
         lines.append("in the plan: no operation of its own")
     return "\n".join(lines)

@@ -56,24 +56,7 @@ class Statement:
 def parse(sql: str, dialect: str, key: Key, kind: str) -> Statement:
     """The statement of object ``key`` (of ``kind``); ``SqlError`` if it is not one CREATE of that object."""
     reader = DIALECTS[dialect]
-    try:
-        trees = [t for t in sqlglot.parse(sql, read=reader) if t is not None]
-    except ParseError as error:
-        first = error.errors[0] if error.errors else {}
-        description = str(first.get("description", error)).split(" <Token")[0]
-        highlight = first.get("highlight") or ""
-        if highlight and description.endswith(" but got"):
-            description += f" {highlight!r}"
-        column = first.get("col", 0) - len(highlight) + 1 if highlight else first.get("col", "?")  # where it starts
-        raise SqlError(f"line {first.get('line', '?')}, column {column}: {description}") from None
-    except TokenError as error:
-        at = min(error.end if error.end is not None else len(sql), len(sql))
-        line, column = sql.count("\n", 0, at) + 1, at - (sql.rfind("\n", 0, at) + 1) + 1
-        near = sql[max(0, at - 20):at + 1].replace("\n", " ")
-        raise SqlError(f"line {line}, column {column}: cannot tokenize near {near!r} "
-                       f"(an unterminated string or quoted name?)") from None
-    except SqlglotError as error:
-        raise SqlError(str(error).splitlines()[0]) from None
+    trees = parse_statements(sql, dialect)
     if len(trees) != 1:
         raise SqlError(f"expected one CREATE statement, found {len(trees)} statements")
     tree = normalize_identifiers(trees[0], dialect=reader)
@@ -94,6 +77,28 @@ def parse(sql: str, dialect: str, key: Key, kind: str) -> Statement:
     cluster = _cluster_node(tree)
     return Statement(tree=tree, dialect=dialect, key=key, kind=kind, references=references,
                      cluster=cluster.name if cluster is not None else None)
+
+
+def parse_statements(sql: str, dialect: str) -> list[exp.Expr]:
+    """Every statement of ``sql``, parsed; ``SqlError`` saying where the text cannot be read."""
+    try:
+        return [t for t in sqlglot.parse(sql, read=DIALECTS[dialect]) if t is not None]
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        description = str(first.get("description", error)).split(" <Token")[0]
+        highlight = first.get("highlight") or ""
+        if highlight and description.endswith(" but got"):
+            description += f" {highlight!r}"
+        column = first.get("col", 0) - len(highlight) + 1 if highlight else first.get("col", "?")  # where it starts
+        raise SqlError(f"line {first.get('line', '?')}, column {column}: {description}") from None
+    except TokenError as error:
+        at = min(error.end if error.end is not None else len(sql), len(sql))
+        line, column = sql.count("\n", 0, at) + 1, at - (sql.rfind("\n", 0, at) + 1) + 1
+        near = sql[max(0, at - 20):at + 1].replace("\n", " ")
+        raise SqlError(f"line {line}, column {column}: cannot tokenize near {near!r} "
+                       f"(an unterminated string or quoted name?)") from None
+    except SqlglotError as error:
+        raise SqlError(str(error).splitlines()[0]) from None
 
 
 def render(statement: Statement, *, name: Key | None = None, references: dict[Key, Key] | None = None,
@@ -130,6 +135,11 @@ def render(statement: Statement, *, name: Key | None = None, references: dict[Ke
 
 def show(key: Key) -> str:
     return ".".join(key)
+
+
+def created_kind(tree: exp.Expr) -> str | None:
+    """The kind of object a parsed statement creates (``view``, ``sink``, ...), or ``None``."""
+    return _created_kind(tree)
 
 
 # --- reading the tree ----------------------------------------------------------

@@ -1,0 +1,65 @@
+"""The artefacts users already have, turned into the job's snapshot document (``{"objects": [...]}``).
+
+Each format is one module with ``to_document(path) -> dict``; the job then
+validates that document exactly as it validates a hand-written snapshot.
+``auto`` tells the formats apart by content, never by file name alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ...errors import InputError
+
+FORMATS = ("auto", "snapshot", "dbt", "mz-deploy", "moose")
+
+
+def detect(path: str) -> str:
+    """The format of ``path``: ``dbt`` (a manifest), ``mz-deploy`` (a project folder with ``models/``),
+    ``moose`` (an infrastructure map), or ``snapshot`` (this job's own document or table folders)."""
+    if os.path.isdir(path):
+        return "mz-deploy" if os.path.isdir(os.path.join(path, "models")) else "snapshot"
+    if not path.endswith((".json", ".JSON")):
+        return "snapshot"  # YAML: only this job's own documents are YAML
+    try:
+        with open(path, encoding="utf-8") as handle:
+            head = handle.read(1 << 16)
+    except (OSError, UnicodeDecodeError):
+        return "snapshot"  # the snapshot reader says what is wrong with it
+    if '"dbt_schema_version"' in head:
+        return "dbt"
+    document = _load_json(path) if '"tables"' in head or '"views"' in head else None
+    if isinstance(document, dict) and "tables" in document and "views" in document and "objects" not in document:
+        return "moose"
+    return "snapshot"
+
+
+def to_document(path: str, format: str = "auto") -> dict | None:
+    """The snapshot document of the artefact at ``path``; ``None`` when it is already a snapshot."""
+    if format not in FORMATS:
+        raise InputError(f"{path}: unknown format {format!r} (expected one of {', '.join(FORMATS)})")
+    found = detect(path) if format == "auto" else format
+    if found == "snapshot":
+        return None
+    if found == "dbt":
+        from . import dbt
+
+        return dbt.to_document(path)
+    if found == "mz-deploy":
+        from . import mz_deploy
+
+        return mz_deploy.to_document(path)
+    from . import moose
+
+    return moose.to_document(path)
+
+
+def _load_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: line {error.lineno}: malformed JSON: {error.msg}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read: {error}") from None

@@ -1,0 +1,1 @@
+CREATE TABLE bids FROM SOURCE auctions (REFERENCE bids);

@@ -1,0 +1,1 @@
+CREATE VIEW buyer_report AS SELECT buyer FROM top_buyers;

@@ -1,0 +1,2 @@
+CREATE VIEW bid_counts AS SELECT buyer, count(*) AS wins FROM winning_bids GROUP BY buyer;
+CREATE DEFAULT INDEX IN CLUSTER serving_large ON bid_counts;

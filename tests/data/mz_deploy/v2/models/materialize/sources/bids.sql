@@ -1,0 +1,3 @@
+-- bids, one row per bid
+create table BIDS
+    from source AUCTIONS (reference bids)
