@@ -104,6 +104,19 @@ def test_a_file_that_is_not_a_manifest_is_named(tmp_path):
         read_document(str(broken))
 
 
+def test_a_manifest_newer_than_known_is_read_with_a_warning(tmp_path, caplog):
+    future = manifest("1.12")
+    future["metadata"]["dbt_schema_version"] = "https://schemas.getdbt.com/dbt/manifest/v13.json"
+    with caplog.at_level("WARNING", logger="dirtiness"):
+        read = dbt_document(written(tmp_path, future))
+    assert read == dbt_document(written(tmp_path, manifest("1.12"), "known.json"))
+    assert "dbt manifest schema v13 is newer than v12" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dirtiness"):
+        dbt_document(written(tmp_path, manifest("1.11"), "older.json"))
+    assert caplog.text == ""
+
+
 def test_snapshot_command_writes_what_the_job_reads(tmp_path, capsys):
     path = written(tmp_path, manifest("1.4.3"))
     out = tmp_path / "snapshots" / "s.yaml"

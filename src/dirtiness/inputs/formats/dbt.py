@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 
 from ...errors import InputError
 from . import _load_json
@@ -51,6 +53,7 @@ KIND_OF = {
     "sink": "sink",
 }
 DEFAULT_DATABASE = "default"  # adapters without databases (Spark)
+NEWEST_KNOWN = 12  # manifest schema version; a newer one is read the same way, with a warning
 
 
 def to_document(path: str) -> dict:
@@ -58,6 +61,11 @@ def to_document(path: str) -> dict:
     version = (manifest.get("metadata") or {}).get("dbt_schema_version", "") if isinstance(manifest, dict) else ""
     if not version or not isinstance(manifest.get("nodes"), dict):
         raise InputError(f"{path}: not a dbt manifest (no metadata.dbt_schema_version or no nodes)")
+    number = re.search(r"/v(\d+)\.json$", str(version))
+    if number and int(number.group(1)) > NEWEST_KNOWN:
+        logging.getLogger("dirtiness").warning(
+            "%s: dbt manifest schema v%s is newer than v%d, the newest this job knows: read the same way; "
+            "check `dirtiness snapshot` on it", path, number.group(1), NEWEST_KNOWN)
     nodes = {**manifest["nodes"], **(manifest.get("sources") or {})}
     relations = {uid: node for uid, node in nodes.items() if _is_relation(node)}
     keys = {uid: _key(node, path) for uid, node in relations.items()}
