@@ -91,4 +91,4 @@ def test_references_as_lists_or_strings_are_the_same(spark):
 def test_json_document(spark, tmp_path):
     path = tmp_path / "snap.json"
     path.write_text('{"objects": [{"database": "d", "schema": "s", "name": "n", "kind": "table", "hash": null}]}')
-    assert rows(load_snapshot(spark, str(path)).objects) == [("d", "s", "n", "table", None, None, False, None)]
+    assert rows(load_snapshot(spark, str(path)).objects) == [("d", "s", "n", "table", None, None, False, None, None)]
