@@ -31,6 +31,15 @@ def test_a_project_folder_becomes_objects_with_kinds_clusters_indexes_and_depend
     assert sorted(n for n, o in v1.items() if o.get("replacement")) == ["api.buyer_report", "api.top_buyers"]
 
 
+def test_an_index_on_columns_is_named_in_a_warning(caplog):
+    with caplog.at_level("WARNING", logger="dirtiness"):
+        objects("v2")
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1  # bid_counts' default index is not warned about
+    assert "winning_bids.sql: index winning_bids_idx keys on (auction_id)" in warned[0]
+    assert "creates it as a default index" in warned[0]
+
+
 def test_hashes_see_statements_and_indexes_not_formatting():
     v1, v2 = objects("v1"), objects("v2")
     changed = sorted(n for n in v1 if v1[n]["hash"] != v2[n]["hash"])

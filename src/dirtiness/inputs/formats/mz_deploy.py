@@ -12,12 +12,15 @@ dialect, extended in ``sql/materialize.py``): the object's kind, its
 (qualified against its own database and schema). The statement hash is
 taken over the normalised statement and its indexes (identifiers folded and
 quoted, whitespace and comments gone), so reformatting a file or changing
-the case of an unquoted name is not a change.
+the case of an unquoted name is not a change. A snapshot keeps an index's
+name and cluster, not its key: an index on chosen columns is noted in a
+warning, since a plan creates it as a default index.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 
@@ -111,4 +114,8 @@ def _index(tree: Index, key: tuple[str, str, str], file: str) -> dict:
         raise InputError(f"{file}: an index on {show(on)}, not on {show(key)} (each file indexes its own object)")
     name = tree.this.name if tree.this is not None else f"{key[2]}_primary_idx"
     cluster = tree.args.get("cluster")
+    if tree.expressions:
+        logging.getLogger("dirtiness").warning(
+            "%s: index %s keys on (%s); a snapshot keeps an index's name and cluster, not its key, so a plan "
+            "creates it as a default index", file, name, ", ".join(e.sql() for e in tree.expressions))
     return {"name": name, "cluster": cluster.name if cluster is not None else None}
