@@ -42,6 +42,11 @@ def of_text(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def of_json(value) -> str:
+    """A value by its compact canonical JSON (keys sorted): the statement hash of a tool's definition."""
+    return of_text(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str))
+
+
 def of_settings(config: dict, **flags) -> str:
     """The effective configuration plus the run's result-changing flags, as canonical JSON."""
     return of_text(json.dumps({"config": config, "flags": flags}, sort_keys=True, default=str))

@@ -77,11 +77,13 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
             raise InputError(f"--{label}-format {format!r}: expected one of {', '.join(FORMATS)}")
         if not os.path.exists(path):
             raise InputError(f"{path}: no such file or folder (--{label})")
-        input_fingerprints[f"{label}_fingerprint"] = fingerprints_of.of_path(path)
+        document = None
         if is_document(path, format):  # a document is validated now, before Spark starts, and read once
             document = read_document(path, keep=True, format=format)
-            if document.converted:  # a tool's artefact: what it says, not when the tool last wrote it
-                input_fingerprints[f"{label}_fingerprint"] = fingerprints_of.of_document(document)
+        # a tool's artefact by what it says, not by when the tool last wrote it
+        input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
+                                                      if document is not None and document.converted
+                                                      else fingerprints_of.of_path(path))
     outputs = dict(config["outputs"] or {})
     missing = [t for t in REQUIRED_OUTPUTS if t not in outputs.values()]
     if missing:

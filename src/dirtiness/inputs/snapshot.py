@@ -65,7 +65,7 @@ def load_snapshot(spark: SparkSession, path: str, format: str = "auto") -> Snaps
 def is_document(path: str, format: str = "auto") -> bool:
     """Whether ``path`` is read on the driver as one document (this job's own, or a tool's artefact
     converted to one), rather than as table folders read by Spark."""
-    return not os.path.isdir(path) or (format if format != "auto" else detect(path)) not in ("snapshot",)
+    return not os.path.isdir(path) or (format if format != "auto" else detect(path)) != "snapshot"
 
 
 def missing_dependencies(snapshot: Snapshot, external_databases=()) -> DataFrame:

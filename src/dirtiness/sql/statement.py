@@ -60,7 +60,7 @@ def parse(sql: str, dialect: str, key: Key, kind: str) -> Statement:
     if len(trees) != 1:
         raise SqlError(f"expected one CREATE statement, found {len(trees)} statements")
     tree = normalize_identifiers(trees[0], dialect=reader)
-    created = _created_kind(tree)
+    created = created_kind(tree)
     if created is None:
         text = tree.sql(reader)[:60] if not isinstance(tree, exp.Command) else f"{tree.this} {tree.expression}"[:60]
         raise SqlError(f"line 1: the {dialect} dialect cannot parse this statement ({text!r}...)")
@@ -137,15 +137,11 @@ def show(key: Key) -> str:
     return ".".join(key)
 
 
-def created_kind(tree: exp.Expr) -> str | None:
-    """The kind of object a parsed statement creates (``view``, ``sink``, ...), or ``None``."""
-    return _created_kind(tree)
-
-
 # --- reading the tree ----------------------------------------------------------
 
 
-def _created_kind(tree: exp.Expr) -> str | None:
+def created_kind(tree: exp.Expr) -> str | None:
+    """The kind of object a parsed statement creates (``view``, ``sink``, ...), or ``None``."""
     if isinstance(tree, CatalogObject):
         return CATALOG_KINDS.get(tree.args["kind"])
     if not isinstance(tree, exp.Create):

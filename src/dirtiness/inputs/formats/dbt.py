@@ -31,12 +31,11 @@ newer than their release, so every dbt upgrade would break this job.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 
 from ...errors import InputError
+from ...fingerprints import of_json
 from . import _load_json
 
 RELATION_NODES = ("model", "seed", "snapshot")
@@ -121,8 +120,7 @@ def _hash(node: dict) -> str | None:
         code = node.get("raw_code", node.get("raw_sql"))
         body = {"language": node.get("language") or "sql", "code": code,
                 "config": node.get("unrendered_config") or {}}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return of_json(body)
 
 
 def _reads(uid: str, nodes: dict, relations: dict) -> set[str]:

@@ -23,11 +23,10 @@ statements (``apply`` refuses such a plan).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 
 from ...errors import InputError
+from ...fingerprints import of_json
 from . import _load_json
 
 DATABASE = "clickhouse"
@@ -111,6 +110,4 @@ def _kind(section: str, entry: dict) -> str:
 
 
 def _hash(entry: dict) -> str:
-    definition = {k: v for k, v in entry.items() if k != "name"}
-    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return of_json({k: v for k, v in entry.items() if k != "name"})

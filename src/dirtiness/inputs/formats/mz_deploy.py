@@ -19,7 +19,6 @@ warning, since a plan creates it as a default index.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -27,6 +26,7 @@ import re
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ...errors import InputError
+from ...fingerprints import of_text
 from ...sql.materialize import Index, MaterializeDeploy
 from ...sql.statement import SqlError, created_kind, parse, parse_statements, show
 
@@ -81,11 +81,12 @@ def _object(file: str, key: tuple[str, str, str], replacement: bool) -> dict:
     indexes, normalised = [], []
     for tree in trees:
         if isinstance(tree, Index):
+            tree = normalize_identifiers(tree.copy(), dialect=MaterializeDeploy)
             indexes.append(_index(tree, key, file))
-            normalised.append(_canonical(normalize_identifiers(tree.copy(), dialect=MaterializeDeploy)))
+            normalised.append(_canonical(tree))
     body = "\n".join([_canonical(statement.tree), *sorted(normalised)])
     entry = {"database": key[0], "schema": key[1], "name": key[2], "kind": kind,
-             "hash": "sha256:" + hashlib.sha256(body.encode()).hexdigest(), "cluster": statement.cluster,
+             "hash": of_text(body), "cluster": statement.cluster,
              "replacement": replacement or None, "depends_on": [show(r) for r in statement.references],
              "indexes": indexes, "sql": sql}
     return {k: v for k, v in entry.items() if v not in (None, [])}
@@ -107,7 +108,7 @@ def _uncommented(tree):
 
 
 def _index(tree: Index, key: tuple[str, str, str], file: str) -> dict:
-    tree = normalize_identifiers(tree.copy(), dialect=MaterializeDeploy)
+    """The index entry of a normalised ``CREATE INDEX`` on the file's own object."""
     table = tree.args["table"]
     on = (table.catalog or key[0], table.db or key[1], table.name)
     if on != key:
