@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from dirtiness.config import CONF, load_config
-from dirtiness.job import compute
+from dirtiness.pipeline import compute
 from dirtiness.settings import RunParams, resolve
 
 RULES = {name: str(CONF / "rules" / f"{name}.dl") for name in ("dirty", "index_aware")}
@@ -87,11 +87,6 @@ class Batch:
     def checked(self):
         return self.result.settings.checked
 
-    def plan_inputs(self, dialect=None, suffix: str = "_stg"):
-        from dataclasses import replace
-
-        return replace(self.result.inputs, suffix=suffix, **({"dialect": dialect} if dialect else {}))
-
 
 def batch_documents(scenarios: list[Scenario]) -> tuple[dict, dict, list[str]]:
     """All scenarios as one old and one new snapshot document, and the forced schemas (``db.schema``)."""
@@ -110,12 +105,12 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
 
 def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
                   local_rows: int | None = None, strategy: str = "blue-green", small_catalog: bool = True,
-                  lazy_checkpoints: bool = True) -> Batch:
+                  lazy_checkpoints: bool = True, deploy_suffix: str | None = None) -> Batch:
     """Evaluate all scenarios in one run of the job's ``compute`` (snapshots written as files, as a user would);
     ``local_rows``: the engine's small-data threshold (default: the configured one); ``small_catalog=False``:
     the session settings of a large catalog (adaptive execution, several partitions); ``lazy_checkpoints=False``:
-    blocks filled eagerly, as under Sail. The plan is built and
-    its invariants checked, so every scenario is also a plan that must pass them."""
+    blocks filled eagerly, as under Sail; ``deploy_suffix``: the staging suffix's template (``stg``: ``_stg``).
+    The plan is built and its invariants checked, so every scenario is also a plan that must pass them."""
     old_doc, new_doc, forced = batch_documents(scenarios)
     folder = tempfile.mkdtemp(prefix="dirtiness-scenarios-")
     for side, document in (("old", old_doc), ("new", new_doc)):
@@ -128,11 +123,13 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
     if not small_catalog:
         config["spark"]["small_catalog_objects"] = 0
     config["lazy_checkpoints"] = lazy_checkpoints
+    if deploy_suffix:
+        config["plan"]["deploy_suffix"] = deploy_suffix
     settings = resolve(RunParams(old=os.path.join(folder, "old.yaml"), new=os.path.join(folder, "new.yaml"),
                                  out=os.path.join(folder, "out"), forced_schemas=forced, run_id="scenarios",
                                  rules=RULES.get(rules, rules), strategy=strategy, allow_destructive=True), config)
     result = compute(settings, spark)
-    rows = {table: [r.asDict() for r in frame.collect()] for table, frame in result.tables.items()}
+    rows = {table: [r.asDict() for r in held.frame.collect()] for table, held in result.tables.items()}
     outcomes = {}
     for i, s in enumerate(scenarios):
         p = _prefix(i)

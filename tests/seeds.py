@@ -5,7 +5,7 @@ from catalogs import Scenario, batch_documents, changed, obj
 from test_scenarios import seed_scenarios
 
 from dirtiness.config import load_config
-from dirtiness.job import run
+from dirtiness.pipeline import run
 from dirtiness.settings import RunParams, resolve
 
 HOSTILE = ("db", "we.ird <b>", 'x"<script>alert(1)</script>')

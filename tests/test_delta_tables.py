@@ -59,3 +59,19 @@ def test_added_columns_widen_the_table(spark, tmp_path):
     store.replace_run("t", wider, "b")
     assert sorted(tuple(r) for r in store.read("t").collect()) == [("a", 1, None), ("b", 2, "x")]
     assert pl.read_delta(str(tmp_path / "t")).columns == ["run_id", "n", "note"]
+
+
+def test_rows_held_on_the_driver_are_written_without_a_spark_job(spark, tmp_path):
+    from dirtiness.datalog.holding import local_batch
+
+    context = spark.sparkContext
+    store = DeltaStore(spark, str(tmp_path))
+    store.replace_run("t", frame(spark, "a", [1]), "a")  # the table exists, written by Spark
+    held = local_batch(spark, [(2,), (3,)], frame(spark, "x", []).drop("run_id").schema)
+    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+    before = len(context.statusTracker().getJobIdsForGroup(None))
+    assert store.replace_run("t", held, "b") == 2  # tagged with its run id here
+    assert store.replace_run("t", held, "b") == 2  # a retry replaces them
+    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)
+    assert len(context.statusTracker().getJobIdsForGroup(None)) == before
+    assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 1), ("b", 2), ("b", 3)]

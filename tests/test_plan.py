@@ -14,15 +14,11 @@ from catalogs import Scenario, changed, obj, run_scenarios
 from pyspark.sql import functions as F
 from test_scenarios import seed_scenarios
 
-from dirtiness.config import load_config
-from dirtiness.datalog.iteration import Holding
+from dirtiness.datalog.holding import Holding
 from dirtiness.errors import PolicyError
-from dirtiness.plan.blue_green import needing_attention
-from dirtiness.plan.dialect import Dialect
-from dirtiness.plan.invariants import InvariantError, check_invariants
-from dirtiness.plan.planner import build_plan, refuse_destructive
+from dirtiness.plan.checks import InvariantError, plan_checks, plan_report
 from dirtiness.plan.statements import quote
-from dirtiness.plan.steps import CycleError, dependency_steps
+from dirtiness.plan.steps import CycleError, layered
 
 HOSTILE = 'x"; DROP TABLE t; --'
 HOSTILE_SCHEMA, HOSTILE_CLUSTER, HOSTILE_INDEX = ('s"; DROP SCHEMA x; --', 'c"; DROP CLUSTER y; --',
@@ -104,24 +100,22 @@ def plan_scenarios():
 
 
 @pytest.fixture(scope="module")
-def dialect():
-    return Dialect.from_config(load_config())
+def batches(spark):
+    """The scenarios planned by each strategy (the plan's invariants are checked as each run computes)."""
+    return {strategy: run_scenarios(spark, plan_scenarios(), "dirty", strategy=strategy, deploy_suffix="stg")
+            for strategy in ("blue-green", "in-place")}
 
 
 @pytest.fixture(scope="module")
-def batch(spark, dialect):
-    return run_scenarios(spark, plan_scenarios(), "dirty")
+def batch(batches):
+    return batches["blue-green"]
 
 
 @pytest.fixture(scope="module")
-def plans(batch, dialect):
-    out = {}
-    for strategy in ("blue-green", "in-place"):
-        inputs = batch.plan_inputs(dialect)
-        plan = build_plan(inputs, strategy).localCheckpoint()
-        check_invariants(plan, inputs, batch.result.facts["ChangedStmt"], strategy)
-        out[strategy] = (plan, [r.asDict() for r in plan.orderBy("seq").collect()])
-    return out
+def plans(batches):
+    return {strategy: (b.result.plan.frame, sorted((dict(zip(b.result.plan.columns, r)) for r in b.result.plan.rows),
+                                                   key=lambda r: r["seq"]))
+            for strategy, b in batches.items()}
 
 
 def rows_of(plans, batch, strategy, scenario):
@@ -299,45 +293,45 @@ def test_hostile_schema_cluster_and_index_names_stay_identifiers(plans, batch):
             ("schema", "SWAP"), ("cluster", "SWAP"), ("schema", "DROP"), ("cluster", "DROP")} <= actions, actions
 
 
-def test_destructive_operations_need_permission(plans, batch):
+def test_destructive_operations_need_permission(plans, batch, batches):
     rows = rows_of(plans, batch, "in-place", "changed_table")
     drop = next(r for r in rows if r["phase"] == "teardown" and r["name"] == "events")
     assert drop["destructive"] and drop["statement"].startswith("DROP TABLE IF EXISTS")
     assert not next(r for r in rows if r["phase"] == "teardown" and r["name"] == "recent")["destructive"]
+    report = batches["in-place"].result.report
     with pytest.raises(PolicyError, match=r"refused without --allow-destructive: .*raw\.events \(table\)"):
-        refuse_destructive(plans["in-place"][0], allowed=False)
-    refuse_destructive(plans["in-place"][0], allowed=True)
+        report.enforce(allow_destructive=False)
+    report.enforce(allow_destructive=True)
     # blue-green swaps raw for its view: the table is created again in staging, empty
     staged = next(r for r in rows_of(plans, batch, "blue-green", "changed_table") if r["name"] == "events")
     assert (staged["phase"], staged["action"], staged["destructive"]) == ("stage", "CREATE", True)
 
 
-def test_blue_green_reports_a_table_it_leaves_alone_as_needing_attention(batch, dialect, plans):
+def test_blue_green_reports_a_table_it_leaves_alone_as_needing_attention(batch, plans):
     prefix = batch.prefixes["table_needing_attention"]
-    attention = {(r["schema"], r["name"], r["kind"], r["change"])
-                 for r in needing_attention(batch.plan_inputs(dialect), plans["blue-green"][0]).collect()
-                 if r["database"] == prefix + "db"}
-    assert attention == {("raw", "events", "table", "modified")}
+    attention = [line for line in batch.result.report.needing_attention if line.startswith(prefix + "db.")]
+    assert attention == [f"{prefix}db.raw.events (table, modified)"]
     staged = {r["name"] for r in rows_of(plans, batch, "blue-green", "table_needing_attention")
               if r["object_type"] == "object"}
     assert staged == {"recent"}
 
 
-def test_plans_are_deterministic(batch, dialect, plans):
+def test_plans_are_deterministic(spark, plans):
+    again = run_scenarios(spark, plan_scenarios(), "dirty", strategy="in-place", deploy_suffix="stg").result.plan
+    rows = sorted((dict(zip(again.columns, r)) for r in again.rows), key=lambda r: r["seq"])
+    assert rows == plans["in-place"][1]
     for strategy in ("blue-green", "in-place"):
-        again = [r.asDict() for r in build_plan(batch.plan_inputs(dialect), strategy).orderBy("seq").collect()]
-        assert again == plans[strategy][1]
-        assert [r["seq"] for r in again] == list(range(1, len(again) + 1))
+        assert [r["seq"] for r in plans[strategy][1]] == list(range(1, len(plans[strategy][1]) + 1))
 
 
-def test_broken_plans_fail_an_invariant(batch, dialect, plans):
+def test_broken_plans_fail_an_invariant(batches, batch, plans):
     plan = plans["blue-green"][0]
-    inputs = batch.plan_inputs(dialect)
-    changed_facts = batch.result.facts["ChangedStmt"]
 
     def fails(broken, invariant, strategy="blue-green"):
+        context = batches[strategy].result.context
+        checks, invariants = plan_checks(broken.withColumn("error", F.lit(None).cast("string")), context)
         with pytest.raises(InvariantError, match=invariant):
-            check_invariants(broken, inputs, changed_facts, strategy)
+            plan_report(checks.collect(), invariants).enforce(allow_destructive=True)
     line = F.col("database") == batch.prefixes["line"] + "db"
     fails(plan.where(~((F.col("phase") == "swap") & (F.col("object_type") == "schema") & line)),
           "every staged schema and cluster is swapped")
@@ -358,24 +352,29 @@ def test_broken_plans_fail_an_invariant(batch, dialect, plans):
 
 # held as local rows, or as checkpointed blocks filled lazily or eagerly
 HOLDINGS = [Holding(10_000), Holding(0), Holding(0, lazy_checkpoints=False)]
+IDS = {n: i for i, n in enumerate("abcdefx")}
+
+
+def _graph(spark, nodes: str, edges: list[tuple[str, str]]):
+    names = spark.createDataFrame([(i, "d", "s", n) for n, i in IDS.items()], "id long, database string, "
+                                                                             "schema string, name string")
+    return ({"g": (spark.createDataFrame([(IDS[n],) for n in nodes], "c0 long"),
+                   spark.createDataFrame([(IDS[a], IDS[b]) for a, b in edges], "c0 long, c1 long"))}, names)
 
 
 @pytest.mark.parametrize("holding", HOLDINGS)
 def test_cycle_is_an_error_naming_the_objects(spark, holding):
-    nodes = spark.createDataFrame([(n,) for n in "abcde"], "node string")
-    edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "c"), ("b", "d"), ("e", "d")],
-                                  "node string, waits_for_node string")
-    with pytest.raises(CycleError, match=r"^dependency cycle: b -> d -> c -> b$"):  # a and e are not on it
-        dependency_steps(nodes, edges, ["node"], holding)
+    groups, names = _graph(spark, "abcde", [("b", "a"), ("c", "b"), ("d", "c"), ("b", "d"), ("e", "d")])
+    with pytest.raises(CycleError, match=r"^dependency cycle: d.s.b -> d.s.d -> d.s.c -> d.s.b$"):  # not a, e
+        layered(groups, holding, names, try_local=bool(holding.local_rows))
 
 
 @pytest.mark.parametrize("holding", HOLDINGS)
 def test_steps_are_the_longest_path_from_the_roots(spark, holding):
-    nodes = spark.createDataFrame([(n,) for n in "abcdef"], "node string")
-    edges = spark.createDataFrame([("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x")],
-                                  "node string, waits_for_node string")  # x is not a node: e waits for nothing
-    steps = {r["node"]: r["step"] for r in dependency_steps(nodes, edges, ["node"], holding).collect()}
-    assert steps == {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}
+    groups, names = _graph(spark, "abcdef", [("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x")])
+    held = layered(groups, holding, names, try_local=bool(holding.local_rows))  # x is no node: e waits for nothing
+    steps = {r["id"]: r["step"] for r in held.frame.collect()}
+    assert steps == {IDS[n]: s for n, s in {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}.items()}
 
 
 def test_a_cluster_nothing_deployed_runs_on_is_created_as_itself(plans, batch):

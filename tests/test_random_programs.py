@@ -12,8 +12,11 @@ evaluator must agree on every tuple, its round, its rule and its cause.
 import random
 
 from dirtiness.datalog.check import check_program
-from dirtiness.datalog.engine import evaluate
-from dirtiness.datalog.iteration import Holding
+import pytest
+
+from dirtiness.datalog.engine import Program, tuple_schema
+from dirtiness.datalog.holding import Holding, local_batch
+from dirtiness.session import session_settings, spark_settings
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, is_wildcard, parse_program
 
@@ -98,15 +101,21 @@ def build(seed: int):
     return checked, facts
 
 
-def test_engine_matches_naive_on_random_programs(spark):
+# every round local rows; or every round checkpointed blocks, partitioned as a large catalog's
+@pytest.mark.parametrize("local_rows, partitions", [(10_000, 1), (0, 3)])
+def test_engine_matches_naive_on_random_programs(spark, config, local_rows, partitions):
     checked, facts = build(20261122)
     covered = features(checked)
     assert all(covered.values()), covered
     assert len(checked.strata) >= 3
 
-    base = {name: spark.createDataFrame(sorted(rows), ", ".join(f"c{i} long" for i in range(BASE[name[2:]])))
-            for name, rows in facts.items()}
-    evaluation = evaluate(checked, base, None, broadcast_rows=100_000, holding=Holding(10_000))
+    conf = {**spark_settings(config["spark"]["compute_conf"]), "spark.sql.shuffle.partitions": str(partitions)}
+    with session_settings(spark, conf):
+        base = {name: local_batch(spark, sorted(rows), tuple_schema(BASE[name[2:]])) for name, rows in facts.items()}
+        holding = Holding(local_rows, partitions=partitions)
+        program = Program(checked, holding)
+        static = holding.hold_all(program.static_requests(base), try_local=bool(local_rows))
+        evaluation = program.evaluate(base, static)
     naive, rounds = evaluate_naive(checked, facts)
 
     assert len(evaluation.rounds) == rounds

@@ -12,11 +12,10 @@ from deltalake import write_deltalake
 
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT
-from dirtiness.job import RUNS
 from dirtiness.model import BY_NAME
 from dirtiness.readback.fact_text import Fact, parse_fact, parse_name, show_name
 from dirtiness.readback.run_tables import RunTables
-from dirtiness.store.delta import arrow_schema_of
+from dirtiness.store.run_log import RUNS
 
 WHEN = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -27,7 +26,7 @@ def write(out, table, rows: list[dict], schema: pa.Schema) -> None:
 
 
 def runs_row(run_id, status, message=None, finished=WHEN):
-    row = {f.name: None for f in RUNS.fields}
+    row = {name: None for name in RUNS.names}
     return {**row, "run_id": run_id, "status": status, "started_at": WHEN, "finished_at": finished,
             "old_snapshot": "old.yaml", "new_snapshot": "new.yaml", "rules": "rules.dl", "message": message,
             "strategy": "blue-green"}
@@ -42,7 +41,7 @@ def handmade(out, stmts: list[dict], relations: list[tuple], objects: list[tuple
     """One succeeded run ``r1`` and a failed run ``r2``; facts empty except the listed objects."""
     write(out, "runs", [runs_row("r1", "succeeded"), runs_row("r2", "failed", "boom: the new snapshot vanished",
                                                               WHEN + dt.timedelta(hours=1))],
-          pa.schema([f for f in arrow_schema_of(RUNS) if f.name != "run_id"]))
+          pa.schema([f for f in RUNS if f.name != "run_id"]))
     write(out, "run_relations", [{"run_id": "r1", "relation": r, "role": role, "table": t, "tuples": 1}
                                  for r, role, t in relations],
           pa.schema([("relation", pa.string()), ("role", pa.string()), ("table", pa.string()), ("tuples", pa.int64())]))

@@ -15,7 +15,8 @@ from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.cli import main
 from dirtiness.config import load_config
-from dirtiness.job import Hooks, compute, publish, run
+from dirtiness.pipeline import Hooks, compute, run
+from dirtiness.publish import publish
 from dirtiness.settings import RunParams, resolve
 from dirtiness.store.delta import DeltaStore
 
@@ -203,7 +204,7 @@ def test_a_failure_while_computing_writes_only_the_failed_row(spark, tmp_path):
     seen = []
     with pytest.raises(RuntimeError, match="injected failure at plan"):
         run(spark, settings, Hooks(on_stage=fail_at("plan", seen)))
-    assert seen == ["load", "facts", "intern", "fixpoint", "dirty_sets", "plan"]
+    assert seen == ["load", "sql", "facts", "fixpoint", "plan"]
     assert sorted(os.listdir(out)) == ["runs"]
     [row] = pl.read_delta(os.path.join(out, "runs")).to_dicts()
     assert (row["status"], row["message"]) == ("failed", "injected failure at plan")

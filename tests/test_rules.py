@@ -3,7 +3,8 @@
 import pytest
 from catalogs import OUTPUTS, RULES
 
-from dirtiness.changeset.rules import load_rules
+from dirtiness.changeset.rules import load_plan_rules, load_rules
+from dirtiness.config import CONF
 from dirtiness.datalog.check import check_program
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, parse_program
@@ -95,3 +96,29 @@ def test_naive_evaluator_by_hand():
     assert stmts[c] == (3, "dependency", {("DirtyStmt", (b,))})
     assert set(derived["DirtySchema"]) == {("d", "s"), ("d", "t")}
     assert rounds == 5
+
+
+def test_a_rule_may_carry_a_reason_with_variables_of_its_cause():
+    program = parse_program('reads "reads {P} # not a comment": DirtyStmt(O) :- DependsOn(O, P), DirtyStmt(P)  # one\n'
+                            'changed "changed":\n    DirtyStmt(O) :- ChangedStmt(O)\n', "x.dl")
+    reads, changed = program.rules
+    assert (reads.label, reads.reason, reads.reason_variables) == ("reads", "reads {P} # not a comment", ["P"])
+    assert (changed.label, changed.reason, changed.line) == ("changed", "changed", 2)
+    checked = check_program(program, base_domains())
+    assert checked.cause_atoms(reads) == [1]  # the recursive atom is the cause; its P fills the reason
+
+
+def test_a_reason_may_only_name_what_its_cause_binds():
+    assert ("test.dl:1: the reason of r names {P}, which its cause DirtyStmt(O) does not bind"
+            in error_of('r "reads {P}": DirtyStmt(O) :- DirtyStmt(O), DependsOn(O, P)'))
+
+
+def test_shipped_plan_programs_check_and_stratify():
+    blue_green = load_plan_rules(str(CONF / "rules" / "plan_blue_green.dl"))
+    assert {"Redeployed", "Swapped", "Removed", "Gone", "Staged", "ReplacedInPlace"} <= set(blue_green.derived)
+    assert blue_green.strata[0][:4] == ("Redeployed", "Swapped", "Removed", "Gone")  # one recursive closure
+    assert len(blue_green.strata) == 3  # then what negates it, then the schemas it empties
+    assert all(r.reason for r in blue_green.rules if r.head.relation == "Redeployed")
+    in_place = load_plan_rules(str(CONF / "rules" / "plan_in_place.dl"))
+    assert set(in_place.derived) == {"Dropped", "Created", "CreatedSchema", "CreatedCluster", "StillHolds",
+                                     "EmptiedSchema"}

@@ -13,15 +13,17 @@ PARAMS = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", run_id="r1")
 def test_defaults_come_from_the_configuration_file():
     config = load_config()
     settings = resolve(PARAMS, config)
-    assert (settings.holding.local_rows, settings.broadcast_rows, settings.interning_buckets) == (
-        config["local_rows"], config["broadcast_rows"], config["interning_buckets"])
+    assert (settings.holding.local_rows, settings.interning_buckets) == (config["local_rows"],
+                                                                         config["interning_buckets"])
     assert settings.holding.lazy_checkpoints is config["lazy_checkpoints"] is True
     assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
     assert settings.small_catalog_objects == config["spark"]["small_catalog_objects"]
     assert settings.small_catalog_conf == {  # as the session takes them: strings, booleans in lower case
         key: str(value).lower() if isinstance(value, bool) else str(value)
         for key, value in config["spark"]["small_catalog_conf"].items()}
-    assert settings.small_catalog_conf["spark.sql.adaptive.enabled"] == "false"
+    assert settings.compute_conf["spark.sql.adaptive.enabled"] == "false"  # one job a round
+    assert settings.compute_conf["spark.sql.autoBroadcastJoinThreshold"] == "-1"
+    assert settings.plan_checked.path.endswith("plan_blue_green.dl")
 
 
 def test_a_bad_small_catalog_threshold_is_named():
@@ -39,7 +41,6 @@ def test_a_bad_input_format_is_named():
 @pytest.mark.parametrize("key, value, message", [
     ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
     ("lazy_checkpoints", "no", "lazy_checkpoints: expected true or false, not 'no'"),
-    ("broadcast_rows", "many", "broadcast_rows: expected a positive integer, not 'many'"),
     ("interning_buckets", 0, "interning_buckets: expected a positive integer, not 0"),
     ("delta_backend", "parquet", "delta_backend: expected auto, spark or deltalake, not 'parquet'"),
     ("outputs", {"DirtyStmt": "dirty_stmts"}, "outputs must name the tables dirty_clusters, dirty_schemas"),

@@ -5,10 +5,10 @@ import os
 import pytest
 from chispa import assert_df_equality
 
+from dirtiness.changeset.base_facts import extract_base_facts
 from dirtiness.changeset.diff import changed_stmt
-from dirtiness.changeset.stages import base_facts
 from dirtiness.config import PROJECT_ROOT
-from dirtiness.inputs.snapshot import load_snapshot, snapshot_from_document
+from dirtiness.inputs.snapshot import load_snapshots, snapshot_from_document
 from dirtiness.store.delta import DeltaStore
 
 EXAMPLE_OLD = str(PROJECT_ROOT / "examples" / "old.yaml")
@@ -17,6 +17,14 @@ EXAMPLE_NEW = str(PROJECT_ROOT / "examples" / "new.yaml")
 
 def rows(frame):
     return sorted(tuple(r) for r in frame.collect())
+
+
+def load_snapshot(spark, path):
+    return load_snapshots(spark, {"one": path}).snapshots["one"]
+
+
+def base_facts(spark, old, new, forced):
+    return extract_base_facts(spark, old, new, changed_stmt(old.objects, new.objects), forced)
 
 
 def snapshot_rows(snapshot):
@@ -54,15 +62,15 @@ def test_both_forms_give_identical_facts(spark, tmp_path):
     new_tab = load_snapshot(spark, write_table_form(spark, new_doc, str(tmp_path / "new"), "parquet"))
     from_docs = base_facts(spark, old_doc, new_doc, [("materialize", "api")])
     from_tables = base_facts(spark, old_tab, new_tab, [("materialize", "api")])
-    for name, frame in from_docs.facts.items():
-        assert_df_equality(frame, from_tables.facts[name], ignore_row_order=True, ignore_nullable=True)
-    assert rows(from_docs.facts["ChangedStmt"]) == [
+    for name, frame in from_docs.items():
+        assert_df_equality(frame, from_tables[name], ignore_row_order=True, ignore_nullable=True)
+    assert rows(from_docs["ChangedStmt"]) == [
         ("materialize", "public", "flip_activities", "modified"),
         ("materialize", "public", "flipper_stats", "added"),
         ("materialize", "reporting", "legacy_flippers", "deleted"),
     ]
-    assert ("materialize", "quickstart") not in rows(from_docs.facts["ClusterBoundary"])
-    assert rows(from_docs.facts["ClusterBoundary"]) == [("compute",), ("ingest",), ("quickstart",), ("serving",),
+    assert ("materialize", "quickstart") not in rows(from_docs["ClusterBoundary"])
+    assert rows(from_docs["ClusterBoundary"]) == [("compute",), ("ingest",), ("quickstart",), ("serving",),
                                                          ("sinks",)]
 
 

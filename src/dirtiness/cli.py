@@ -160,9 +160,11 @@ def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
 
 
 def _run(args, set_master: bool) -> int:
-    from .job import format_summary, latest_succeeded, run
+    from .pipeline import run
+    from .publish import format_summary, latest_succeeded
     from .session import build_session
     from .settings import FINGERPRINTS, RunParams, resolve
+    from .store.delta import DeltaStore, choose_backend
 
     config = load_config(args.config)
     settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
@@ -174,7 +176,8 @@ def _run(args, set_master: bool) -> int:
 
         report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
     spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
-    latest = latest_succeeded(spark, settings) if args.if_changed else None
+    store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
+    latest = latest_succeeded(store) if args.if_changed else None
     if latest and all(latest.get(k) == settings.fingerprints[k] for k in FINGERPRINTS):
         summary = {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],
                    "fingerprints": settings.fingerprints}

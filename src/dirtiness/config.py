@@ -16,7 +16,7 @@ from .errors import InputError
 CONF = Path(str(resources.files("dirtiness") / "conf"))
 DEFAULT_CONFIG = CONF / "job.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout: its examples, for tests and benchmark
-_PATH_KEYS = ("rules",)
+_PATH_KEYS = (("rules",), ("plan", "rules", "*"))  # relative to the file naming them
 
 
 def load_config(path: str | None = None) -> dict:
@@ -40,10 +40,21 @@ def _read(path: str) -> dict:
     if not isinstance(data, dict):
         raise InputError(f"{path}: a configuration must be a mapping")
     base = os.path.dirname(os.path.abspath(path))
-    for key in _PATH_KEYS:
-        if isinstance(data.get(key), str):
-            data[key] = os.path.normpath(os.path.join(base, data[key]))
+    for keys in _PATH_KEYS:
+        _absolute(data, keys, base)
     return data
+
+
+def _absolute(data, keys: tuple[str, ...], base: str) -> None:
+    """The relative paths at ``keys`` (``*``: every key at that level) made absolute."""
+    if not isinstance(data, dict):
+        return
+    key, rest = keys[0], keys[1:]
+    for name in (list(data) if key == "*" else [key]):
+        if rest:
+            _absolute(data.get(name), rest, base)
+        elif isinstance(data.get(name), str):
+            data[name] = os.path.normpath(os.path.join(base, data[name]))
 
 
 def _merge(base: dict, overlay: dict) -> dict:

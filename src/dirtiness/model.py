@@ -1,5 +1,6 @@
-"""The vocabulary every stage shares, with no engine behind it: the object key, object kinds and the
-base relations with the facts tables that hold them (read-back imports this without pyspark)."""
+"""The vocabulary every stage shares, with no engine behind it: the object key, object kinds, the base
+relations of the dirty rules with the facts tables that hold them, and those of the plan's rules
+(read-back imports this without pyspark)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class Column:
 @dataclass(frozen=True)
 class BaseRelation:
     name: str
-    table: str
+    table: str | None  # its facts table under the output root (None: not written)
     columns: tuple[Column, ...]
     extra: tuple[str, ...] = ()  # carried in the facts table, not part of the relation
 
@@ -38,6 +39,7 @@ _DEPENDENCY = Column(OBJECT_DOMAIN, ("dep_database", "dep_schema", "dep_name"))
 _DATABASE = Column("database", ("database",))
 _SCHEMA = Column("schema", ("schema",))
 _CLUSTER = Column("cluster", ("cluster",))
+_KIND = Column("kind", ("kind",))
 
 BASE_RELATIONS = (
     BaseRelation("ChangedStmt", "changed_stmt", (_OBJECT,), extra=("change",)),
@@ -52,9 +54,46 @@ BASE_RELATIONS = (
 )
 BY_NAME = {r.name: r for r in BASE_RELATIONS}
 
+# The plan's rules (conf/rules/plan_*.dl) read the dirty sets and these facts about both snapshots
+# (plan/facts.py). "Deployed" is what the database holds before the plan: the old snapshot, and what
+# the new one lists without having added it.
+DIRTY_SETS = {"DirtyStmt": "dirty_stmts", "DirtyCluster": "dirty_clusters", "DirtySchema": "dirty_schemas"}
+PLAN_RELATIONS = (
+    BaseRelation("DirtyStmt", None, (_OBJECT,)),
+    BaseRelation("DirtyCluster", None, (_CLUSTER,)),
+    BaseRelation("DirtySchema", None, (_DATABASE, _SCHEMA)),
+    BaseRelation("ChangedStmt", None, (_OBJECT,)),
+    BaseRelation("Added", None, (_OBJECT,)),
+    BaseRelation("Modified", None, (_OBJECT,)),
+    BaseRelation("Deleted", None, (_OBJECT,)),
+    BaseRelation("NewObject", None, (_OBJECT,)),
+    BaseRelation("NewKind", None, (_OBJECT, _KIND)),
+    BaseRelation("NewOn", None, (_OBJECT, _CLUSTER)),
+    BaseRelation("Deployed", None, (_OBJECT,)),
+    BaseRelation("DeployedKind", None, (_OBJECT, _KIND)),
+    BaseRelation("DeployedOn", None, (_OBJECT, _CLUSTER)),
+    BaseRelation("OnACluster", None, (_OBJECT,)),                # deployed on some cluster
+    BaseRelation("InSchema", None, (_OBJECT, _DATABASE, _SCHEMA)),  # every object of either snapshot
+    BaseRelation("Reads", None, (_OBJECT, _DEPENDENCY)),          # the dependencies of both snapshots
+    BaseRelation("Capable", None, (_OBJECT,)),                   # a replacement the dialect applies in place
+    BaseRelation("HasUpstream", None, (_OBJECT,)),               # reads a relation (not a connection or secret)
+    BaseRelation("KnownSchema", None, (_DATABASE, _SCHEMA)),      # schemas the old snapshot shows
+    BaseRelation("NewSchema", None, (_DATABASE, _SCHEMA)),
+    BaseRelation("DeployedCluster", None, (_CLUSTER,)),           # run on by deployed objects or indexes
+    BaseRelation("NewCluster", None, (_CLUSTER,)),                # run on by the new project's objects or indexes
+    BaseRelation("Deployable", None, (_KIND,)),                   # staged and swapped by blue-green
+    BaseRelation("Recreatable", None, (_KIND,)),                  # dropped and created again when dirty
+    BaseRelation("SinkKind", None, (_KIND,)),
+)
+PLAN_BY_NAME = {r.name: r for r in PLAN_RELATIONS}
+
 
 def base_domains() -> dict[str, tuple[str, ...]]:
     return {r.name: r.domains for r in BASE_RELATIONS}
+
+
+def plan_domains() -> dict[str, tuple[str, ...]]:
+    return {r.name: r.domains for r in PLAN_RELATIONS}
 
 
 def facts_table(relation: str) -> str:

@@ -13,16 +13,17 @@ import uuid
 from dataclasses import dataclass, field
 
 from . import fingerprints as fingerprints_of
-from .changeset.rules import load_rules
+from .changeset.rules import load_plan_rules, load_rules
 from .datalog.check import CheckedProgram
-from .datalog.iteration import Holding
+from .datalog.holding import Holding
 from .errors import InputError
 from .inputs.formats import FORMATS
 from .inputs.references import SqlSettings
-from .inputs.snapshot import is_document, read_document
+from .inputs.snapshot import Document, is_document, read_document
 from .plan.dialect import Dialect
-from .plan.planner import STRATEGIES
 from .session import spark_settings
+
+STRATEGIES = ("blue-green", "in-place")
 
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the plan reads them
@@ -53,6 +54,7 @@ class RunSettings:
     out: str
     run_id: str
     checked: CheckedProgram
+    plan_checked: CheckedProgram          # the strategy's rules (plan.rules)
     outputs: dict[str, str]               # derived relation -> output table
     forced: tuple[tuple[str, str], ...]   # (database, schema)
     strategy: str
@@ -61,17 +63,23 @@ class RunSettings:
     sql: SqlSettings
     external_databases: tuple[str, ...]
     interning_buckets: int
-    broadcast_rows: int
-    holding: Holding                      # local_rows, lazy_checkpoints: how loops hold what they find
+    holding: Holding                      # local_rows, lazy_checkpoints: how a run holds what it computes
+    compute_conf: dict[str, str]          # the session's settings while a run computes
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
     small_catalog_conf: dict[str, str]    # the session's settings on that path, while compute runs
     deploy_suffix: str                    # the template, filled from the run id by the planner
     delta_backend: str
     fingerprints: dict[str, str]
+    inputs: dict[str, Document | str] = field(default_factory=dict, compare=False, repr=False)  # old, new: a
+    # document parsed and validated before Spark started, or the path of a table-form snapshot
+
+    def dirty_relation(self, table: str) -> str:
+        """The derived relation the configuration writes to ``table`` (``dirty_stmts``: ``DirtyStmt``)."""
+        return next(relation for relation, written in self.outputs.items() if written == table)
 
 
 def resolve(params: RunParams, config: dict) -> RunSettings:
-    input_fingerprints = {}
+    input_fingerprints, inputs = {}, {}
     for label, path, format in (("old", params.old, params.old_format), ("new", params.new, params.new_format)):
         if format not in FORMATS:
             raise InputError(f"--{label}-format {format!r}: expected one of {', '.join(FORMATS)}")
@@ -79,7 +87,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
             raise InputError(f"{path}: no such file or folder (--{label})")
         document = None
         if is_document(path, format):  # a document is validated now, before Spark starts, and read once
-            document = read_document(path, keep=True, format=format)
+            document = read_document(path, format=format)
+        inputs[label] = document if document is not None else path
         # a tool's artefact by what it says, not by when the tool last wrote it
         input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
                                                       if document is not None and document.converted
@@ -93,30 +102,35 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     strategy = params.strategy or config["plan"]["strategy"]
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    plan_rules = (config["plan"].get("rules") or {}).get(strategy)
+    if not plan_rules:
+        raise InputError(f"plan.rules: no rule program for the {strategy} strategy")
     dialect = Dialect.from_config(config)
     backend = config["delta_backend"]
     if backend not in ("auto", "spark", "deltalake"):
         raise InputError(f"delta_backend: expected auto, spark or deltalake, not {backend!r}")
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
+    plan_checked = load_plan_rules(plan_rules)
     fingerprints = {
         **input_fingerprints,
-        "rules_fingerprint": fingerprints_of.of_text(checked.program.text),
+        "rules_fingerprint": fingerprints_of.of_text(checked.program.text + plan_checked.program.text),
         "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
                                                           allow_destructive=params.allow_destructive),
     }
     return RunSettings(
         old=params.old, new=params.new, old_format=params.old_format, new_format=params.new_format,
-        out=params.out, run_id=run_id, checked=checked, outputs=outputs,
+        out=params.out, run_id=run_id, checked=checked, plan_checked=plan_checked, outputs=outputs,
         forced=forced, strategy=strategy, allow_destructive=params.allow_destructive, dialect=dialect,
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
-        interning_buckets=_positive(config, "interning_buckets"), broadcast_rows=_positive(config, "broadcast_rows"),
+        interning_buckets=_positive(config, "interning_buckets"),
         holding=Holding(local_rows=_positive(config, "local_rows", allow_zero=True),
                         lazy_checkpoints=_flag(config, "lazy_checkpoints")),
+        compute_conf=spark_settings(config["spark"]["compute_conf"]),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         deploy_suffix=config["plan"]["deploy_suffix"],
-        delta_backend=backend, fingerprints=fingerprints)
+        delta_backend=backend, fingerprints=fingerprints, inputs=inputs)
 
 
 def _forced_schema(text: str) -> tuple[str, str]:

@@ -1,19 +1,29 @@
-"""Derived relations back to named rows: the dirty-set tables of docs/design.md §5.
+"""Derived relations back to named rows: the dirty-set tables of docs/design.md §5, and the plan's decisions.
 
-Integer columns become names again; the rule index becomes its label; the
-cause becomes a readable tuple such as
-``DirtyStmt(materialize.internal.winning_bids)``. A relation with exactly one
-object column also gets the object's ``kind``, ``change`` and ``tool_id``.
+Every derived tuple of both programs, as their rounds held them, is named by
+one query: each id becomes its names (a join per tuple and cause column,
+however many relations there are), the rule index its label, the cause a
+readable tuple such as ``DirtyStmt(materialize.internal.winning_bids)``. A
+tuple of one object also gets the object's ``kind``, ``change`` and
+``tool_id``; a plan decision its reason (``plan.decisions``). The tables
+are then each program's rows, shaped per relation (``dirty_table``,
+``decision_rows``): on the driver when the rows are, as views otherwise.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..datalog.check import CheckedProgram
+from ..datalog.engine import Evaluation
+from ..datalog.holding import Batch
 from ..model import KEY, OBJECT_DOMAIN
-from .interning import Dictionaries, display_names
+from .interning import PARTS, kind_of, named
+
+TOOL = ("kind", "change", "tool_id")
 
 
 def column_names(domains: tuple[str, ...]) -> list[list[str]]:
@@ -28,55 +38,76 @@ def column_names(domains: tuple[str, ...]) -> list[list[str]]:
     return names
 
 
-def dirty_table(checked: CheckedProgram, relation: str, derived: DataFrame, dictionaries: Dictionaries,
-                attributes: DataFrame) -> DataFrame:
-    """Rows ``<key columns>, [kind, change], rule, cause, round[, tool_id]`` for one derived relation.
+def named_outputs(programs: dict[str, tuple[CheckedProgram, Evaluation]], dictionary: DataFrame,
+                  attributes: DataFrame, extra: dict[str, Column] | None = None) -> DataFrame | None:
+    """Every derived tuple of the given programs, named: ``program, relation, c{j}_p0..p2, rule`` (its label),
+    ``cause, k{j}_raw, round`` and, for a tuple of one object, ``kind, change, tool_id``.
 
-    ``attributes`` holds ``database, schema, name, kind, change, tool_id`` of every object.
+    ``attributes``: ``database, schema, name, kind, change, tool_id`` of every object. ``extra``: more
+    columns computed from those (the plan's reasons).
     """
-    domains = checked.domains(relation)
-    names = column_names(domains)
-    frame = _with_cause(checked, derived, dictionaries)
-    keys: list[str] = []
-    for i, (domain, columns) in enumerate(zip(domains, names)):
-        table, fields = dictionaries.for_domain(domain)
-        frame = frame.join(table.select(F.col("id").alias(f"c{i}"), *(F.col(f).alias(c) for f, c in zip(fields, columns))),
-                           f"c{i}", "inner")
-        keys.extend(columns)
-    labels = F.array(*(F.lit(r.label) for r in checked.rules))
-    detail: list[str] = []
-    tool: list[str] = []
-    if sum(1 for d in domains if d == OBJECT_DOMAIN) == 1:
-        frame = frame.join(attributes, list(KEY), "left")
-        detail, tool = ["kind", "change"], ["tool_id"]  # tool_id last: tables written before it widen
-    return frame.select(*keys, *detail, F.element_at(labels, F.col("rule") + 1).alias("rule"),
-                        "cause", F.col("round").cast("int").alias("round"), *tool)
-
-
-def _with_cause(checked: CheckedProgram, derived: DataFrame, dictionaries: Dictionaries) -> DataFrame:
-    """Adds ``cause``: the cause relation with its arguments shown by name."""
-    display = display_names(dictionaries)
-    shown = (display[OBJECT_DOMAIN].withColumn("kind", F.lit(OBJECT_DOMAIN))
-             .unionByName(display["name"].withColumn("kind", F.lit("name"))))
-    relations = sorted({*checked.base, *checked.derived})
-    frame = derived
+    width = max(len(d) for checked, _ in programs.values() for d in checked.derived.values())
+    cause_width = max(checked.max_arity for checked, _ in programs.values())
     parts = []
-    for j in range(checked.max_arity):
-        kinds = {r: _kind(checked.domains(r)[j]) for r in relations if j < len(checked.domains(r))}
-        if not kinds:
+    for program, (checked, evaluation) in programs.items():
+        if evaluation.derived is None:
             continue
-        kind_of = F.create_map(*(x for r, k in kinds.items() for x in (F.lit(r), F.lit(k))))
-        frame = (frame.withColumn(f"kind{j}", F.element_at(kind_of, F.col("cause_rel")))
-                 .join(shown.select(F.col("id").alias(f"k{j}"), F.col("kind").alias(f"kind{j}"),
-                                    F.col("text").alias(f"text{j}")),
-                       [f"k{j}", f"kind{j}"], "left"))
-        parts.append(F.col(f"text{j}"))
-    cause = F.concat(F.col("cause_rel"), F.lit("("), F.concat_ws(", ", *parts), F.lit(")"))
-    return frame.withColumn("cause", cause)
+        frame = evaluation.derived.frame
+        parts.append(frame.select(
+            F.lit(program).alias("program"), "relation",
+            *(F.col(f"c{i}") if f"c{i}" in frame.columns else F.lit(-1).cast("long").alias(f"c{i}")
+              for i in range(width)),
+            "rule", "cause_rel",
+            *(F.col(f"k{i}") if f"k{i}" in frame.columns else F.lit(None).cast("long").alias(f"k{i}")
+              for i in range(cause_width)),
+            "round"))
+    if not parts:
+        return None
+    union = reduce(DataFrame.unionByName, parts)
+    kinds = {r: [kind_of(d) for d in checked.domains(r)]
+             for checked, _ in programs.values() for r in (*checked.base, *checked.derived)}
+    for i in range(width):
+        union = named(union, dictionary, kinds, f"c{i}")
+    for i in range(cause_width):
+        union = named(union, dictionary, kinds, f"k{i}", relation="cause_rel")
+    labels = F.create_map(*(x for program, (checked, _) in programs.items() for i, rule in enumerate(checked.rules)
+                            for x in (F.lit(f"{program}:{i}"), F.lit(rule.label))))
+    single = [r for checked, _ in programs.values() for r in checked.derived if checked.domains(r) == (OBJECT_DOMAIN,)]
+    objects = attributes.select(*(F.col(k).alias(f"_a_{p}") for k, p in zip(KEY, PARTS)), *TOOL)
+    is_single = F.col("relation").isin(*single)
+    union = union.join(objects, [F.when(is_single, F.col(f"c0_{p}")) == F.col(f"_a_{p}") for p in PARTS], "left")
+    cause = F.concat(F.col("cause_rel"), F.lit("("), F.concat_ws(", ", *(F.col(f"k{i}_text")
+                                                                       for i in range(cause_width))), F.lit(")"))
+    columns = {
+        "program": F.col("program"), "relation": F.col("relation"),
+        **{f"c{i}": F.col(f"c{i}") for i in range(width)},
+        **{f"c{i}_{p}": F.col(f"c{i}_{p}") for i in range(width) for p in PARTS},
+        "rule_index": F.col("rule"), "rule": F.element_at(labels, F.concat_ws(":", "program", "rule")),
+        "cause_rel": F.col("cause_rel"), **{f"k{i}": F.col(f"k{i}") for i in range(cause_width)},
+        "cause": cause, **{f"k{i}_raw": F.col(f"k{i}_raw") for i in range(cause_width)},
+        "round": F.col("round").cast("int"), **{t: F.col(t) for t in TOOL},
+    }
+    named_ = union.select(*(c.alias(n) for n, c in columns.items()))
+    for name, column in (extra or {}).items():
+        named_ = named_.withColumn(name, column)
+    return named_
 
 
-def _kind(domain: str) -> str:
-    return OBJECT_DOMAIN if domain == OBJECT_DOMAIN else "name"
+def dirty_table(checked: CheckedProgram, relation: str, outputs: Batch) -> Batch:
+    """Rows ``<key columns>, [kind, change], rule, cause, round[, tool_id]`` of one derived relation, from
+    ``named_outputs`` (held)."""
+    domains = checked.domains(relation)
+    columns: dict[str, str] = {}
+    for i, (domain, names) in enumerate(zip(domains, column_names(domains))):
+        for name, part in zip(names, PARTS):
+            columns[name] = f"c{i}_{part}"
+    single = domains == (OBJECT_DOMAIN,)
+    if single:
+        columns.update(kind="kind", change="change")
+    columns.update(rule="rule", cause="cause", round="round")
+    if single:
+        columns["tool_id"] = "tool_id"  # last: tables written before it widen
+    return outputs.part("relation", relation, columns)
 
 
 def object_attributes(old_objects: DataFrame, new_objects: DataFrame, changed: DataFrame) -> DataFrame:

@@ -46,6 +46,13 @@ class CheckedProgram:
         positive = [i for i, a in enumerate(rule.body) if not a.negated]
         return next((i for i in positive if rule.body[i].relation in self.derived), positive[0])
 
+    def cause_atoms(self, rule: Rule) -> list[int]:
+        """The body atoms a derivation of ``rule`` may record as its cause: each atom of the rule's own
+        stratum (read as a round's new tuples), else the one ``cause_index`` picks."""
+        stratum = next(s for s in self.strata if rule.head.relation in s)
+        recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
+        return recursive or [self.cause_index(rule)]
+
     @property
     def max_arity(self) -> int:
         return max(len(d) for d in (*self.base.values(), *self.derived.values()))
@@ -70,7 +77,19 @@ def check_program(program: Program, base: dict[str, tuple[str, ...]]) -> Checked
         _check_safety(path, rule)
     domains = _infer_domains(program, base)
     strata = _stratify(program, set(base))
-    return CheckedProgram(program=program, base=dict(base), derived=domains, strata=strata)
+    checked = CheckedProgram(program=program, base=dict(base), derived=domains, strata=strata)
+    for rule in program.rules:
+        _check_reason(checked, rule)
+    return checked
+
+
+def _check_reason(checked: CheckedProgram, rule: Rule) -> None:
+    """A reason names only variables its cause binds: the reason is written from the cause alone."""
+    for var in rule.reason_variables:
+        for at in checked.cause_atoms(rule):
+            if var not in rule.body[at].variables():
+                raise ProgramError(checked.path, rule.line, f"the reason of {rule.label} names {{{var}}}, which its "
+                                                            f"cause {rule.body[at]} does not bind")
 
 
 def _check_safety(path: str, rule: Rule) -> None:

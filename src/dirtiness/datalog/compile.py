@@ -1,16 +1,29 @@
 """One rule as DataFrame operations: joins for positive atoms, anti-joins for NOT.
 
-Relations are DataFrames of integer columns ``c0..c{k-1}``. A compiled rule
-yields candidate head tuples with their provenance: the rule's index, and the
-body tuple that caused it (``cause_rel`` and ``k0..``, padded with nulls).
+Relations are DataFrames of integer columns ``c0..c{k-1}``. A rule is planned
+once per stratum (``RulePlan``): which body atom is read as the round's new
+tuples (the *delta*), which atoms do not change while the stratum runs (base
+relations and relations of lower strata: the *static* part, joined once and
+held before the loop, partitioned on the variables it shares with the
+delta), and which must be joined every round (other atoms of the stratum,
+negations on variables only the delta binds). A round then joins the delta
+with the held static part and little else.
+
+A rule's candidates carry their provenance: the relation, the head tuple
+(padded with ``PAD``), the rule's index, and the body tuple that caused it
+(``cause_rel`` and ``k0..``, padded with nulls).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .syntax import Atom, Rule, is_wildcard
+
+PAD = -1  # fills the tuple columns a relation narrower than the widest does not have (ids are never negative)
 
 
 def tuple_columns(arity: int, prefix: str = "c") -> list[str]:
@@ -21,41 +34,114 @@ def null_long() -> Column:
     return F.lit(None).cast("long")
 
 
-def candidates(rule: Rule, rule_index: int, sources: list[DataFrame], cause_at: int, cause_width: int) -> DataFrame:
-    """Head tuples derived by ``rule`` from ``sources`` (one DataFrame per body atom).
+@dataclass(frozen=True)
+class RulePlan:
+    """How one rule is joined: ``delta`` is the body position read as the round's new tuples (None: the rule
+    reads nothing of its own stratum and fires once, in the stratum's first round)."""
 
-    ``cause_at`` is the body atom recorded as the cause: the atom read as the
-    round's delta for recursive rules, else the first positive atom.
-    """
-    names = _variable_names(rule)
-    order = [cause_at] + [i for i, a in enumerate(rule.body) if not a.negated and i != cause_at]
-    frame: DataFrame | None = None
-    for i in order:
-        bound = _bind(rule.body[i], sources[i], names)
-        if frame is None:
-            frame = bound
-        else:
-            shared = [c for c in bound.columns if c in frame.columns]
-            frame = frame.join(bound, shared, "inner") if shared else frame.crossJoin(bound)
+    index: int
+    rule: Rule
+    delta: int | None
+    static: tuple[int, ...]   # positive atoms outside the stratum, and negations they bind: joined once
+    late: tuple[int, ...]     # atoms joined every round: other atoms of the stratum, negations the delta binds
+    cause: int                # the body atom recorded as the cause
+
+    @property
+    def names(self) -> dict[str, str]:
+        return variable_names(self.rule)
+
+    @property
+    def hoisted(self) -> bool:
+        """Whether the static part is held before the loop: a recursive rule with something static to join."""
+        return self.delta is not None and any(not self.rule.body[i].negated for i in self.static)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The columns the static part shares with the delta: what it is partitioned on."""
+        names = self.names
+        delta = self.rule.body[self.delta].variables()
+        static = set().union(*(self.rule.body[i].variables() for i in self.static))
+        return tuple(sorted(names[v] for v in delta & static))
+
+    def static_relations(self) -> set[str]:
+        return {self.rule.body[i].relation for i in self.static}
+
+
+def plan_rule(index: int, rule: Rule, stratum: tuple[str, ...], delta: int | None, cause: int) -> RulePlan:
+    if delta is None:
+        return RulePlan(index, rule, None, tuple(range(len(rule.body))), (), cause)
+    positive = [i for i, a in enumerate(rule.body) if not a.negated and i != delta]
+    static = [i for i in positive if rule.body[i].relation not in stratum]
+    late = [i for i in positive if i not in static]
+    bound = set().union(*(rule.body[i].variables() for i in static))
     for i, atom in enumerate(rule.body):
         if atom.negated:
-            keys = [names[v] for v in atom.args if not is_wildcard(v)]
-            negated = _bind(atom, sources[i], names)
-            if keys:
-                frame = frame.join(negated.select(*keys), keys, "left_anti")  # duplicates harmless
-            else:  # NOT R(_, ...): true only while R is empty
-                frame = frame.join(negated.select(F.lit(1).alias("_any")).limit(1), F.lit(True), "left_anti")
-    cause = rule.body[cause_at]
+            (static if static and atom.variables() <= bound else late).append(i)
+    return RulePlan(index, rule, delta, tuple(static), tuple(late), cause)
+
+
+def static_part(plan: RulePlan, sources: dict[int, DataFrame]) -> DataFrame:
+    """The static atoms of a recursive rule joined (and their negations applied), columns named by variable."""
+    names = plan.names
+    frame = _join_positive(plan.rule, [i for i in plan.static if not plan.rule.body[i].negated], sources, names)
+    return _apply_negations(plan.rule, [i for i in plan.static if plan.rule.body[i].negated], frame, sources, names)
+
+
+def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame | None, width: int,
+               cause_width: int) -> DataFrame:
+    """The head tuples ``plan`` derives, with provenance.
+
+    ``sources`` holds a frame for the delta (the round's new tuples) and for
+    every late atom; ``static`` is the held static part. A non-recursive rule
+    has every atom in ``sources`` and no static part.
+    """
+    rule, names = plan.rule, plan.names
+    if plan.delta is None:
+        frame = _join_positive(rule, [i for i, a in enumerate(rule.body) if not a.negated], sources, names)
+        frame = _apply_negations(rule, [i for i, a in enumerate(rule.body) if a.negated], frame, sources, names)
+    else:
+        frame = bind(rule.body[plan.delta], sources[plan.delta], names)
+        if static is not None:
+            frame = _join(frame, static)
+        frame = _join_positive(rule, [i for i in plan.late if not rule.body[i].negated], sources, names, frame)
+        frame = _apply_negations(rule, [i for i in plan.late if rule.body[i].negated], frame, sources, names)
+    cause = rule.body[plan.cause]
+    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
     cause_cols = [F.col(names[v]) for v in cause.args] + [null_long()] * (cause_width - cause.arity)
     return frame.select(
-        *(F.col(names[v]).alias(f"c{j}") for j, v in enumerate(rule.head.args)),
-        F.lit(rule_index).alias("rule"),
+        F.lit(rule.head.relation).alias("relation"),
+        *(c.alias(f"c{j}") for j, c in enumerate(head)),
+        F.lit(plan.index).alias("rule"),
         F.lit(cause.relation).alias("cause_rel"),
         *(c.alias(f"k{j}") for j, c in enumerate(cause_cols)),
     )
 
 
-def _variable_names(rule: Rule) -> dict[str, str]:
+def _join_positive(rule: Rule, positions: list[int], sources: dict[int, DataFrame], names: dict[str, str],
+                   frame: DataFrame | None = None) -> DataFrame:
+    for i in positions:
+        bound = bind(rule.body[i], sources[i], names)
+        frame = bound if frame is None else _join(frame, bound)
+    return frame
+
+
+def _join(left: DataFrame, right: DataFrame) -> DataFrame:
+    shared = [c for c in right.columns if c in left.columns]
+    return left.join(right, shared, "inner") if shared else left.crossJoin(right)
+
+
+def _apply_negations(rule: Rule, positions: list[int], frame: DataFrame, sources: dict[int, DataFrame],
+                     names: dict[str, str]) -> DataFrame:
+    for i in positions:
+        atom = rule.body[i]
+        keys = list(dict.fromkeys(names[v] for v in atom.args if not is_wildcard(v)))
+        if not keys:  # NOT R(_, ...): the engine fires the rule only while R is empty
+            continue
+        frame = frame.join(bind(atom, sources[i], names).select(*keys), keys, "left_anti")  # duplicates harmless
+    return frame
+
+
+def variable_names(rule: Rule) -> dict[str, str]:
     """Column name per variable: positional, since Spark column names ignore case."""
     names: dict[str, str] = {}
     for atom in (rule.head, *rule.body):
@@ -64,7 +150,7 @@ def _variable_names(rule: Rule) -> dict[str, str]:
     return names
 
 
-def _bind(atom: Atom, source: DataFrame, names: dict[str, str]) -> DataFrame:
+def bind(atom: Atom, source: DataFrame, names: dict[str, str]) -> DataFrame:
     """The atom's tuples with columns named by variable; a repeated variable filters equality."""
     first: dict[str, int] = {}
     conditions, columns = [], []
@@ -78,3 +164,7 @@ def _bind(atom: Atom, source: DataFrame, names: dict[str, str]) -> DataFrame:
     for condition in conditions:
         source = source.where(condition)
     return source.select(*columns)
+
+
+def all_wildcards(atom: Atom) -> bool:
+    return all(is_wildcard(v) for v in atom.args)

@@ -1,18 +1,28 @@
-"""Semi-naive evaluation of a checked program on Spark, in datafrog's shape.
+"""Semi-naive evaluation of a checked program on Spark, in datafrog's shape: one Spark job a round.
 
-- A ``Relation`` is a base relation: fixed tuples and their exact count.
-- A ``Variable`` is a derived relation growing round by round. It owns its
-  whole lifecycle: recent and stable batches merged as datafrog merges them
-  (a ``Growing`` set, shared with the plan's loops in ``iteration``),
-  subtracting what is known from new candidates, and the provenance of each
-  tuple (rule, cause, round), kept beside the tuples and joined to them only
-  once, at the end.
-- ``evaluate`` loops per stratum while any variable changed. Each round
-  joins only recent tuples against full relations, picks one derivation per
-  new tuple and materializes the round's new tuples of every relation at
-  once: one Spark action, rows on the driver while the round is small
-  (``Holding.hold_parts``), so a small catalog pays for few Spark jobs a
-  round.
+- A ``Variable`` is a derived relation growing round by round: the tuples
+  each round added (with their provenance: rule, cause, round) and the
+  ``recent`` ones, which the next round joins.
+- ``Known`` holds what a stratum has derived so far, for subtracting it from
+  the next round's candidates: the rounds' tuples merged as datafrog merges
+  (the newest batch absorbs the last while that one is at most twice as
+  large), so a round anti-joins a handful of batches. Held as blocks they
+  are hash-partitioned and sorted on the tuple, exactly as the round's
+  aggregation partitions its candidates, so the anti-joins shuffle nothing
+  of what is known.
+- A ``Program`` plans every rule once (``compile.RulePlan``): the static
+  part of each recursive rule, whatever does not change while its stratum
+  runs, is joined and held before the loop, partitioned on the variables it
+  shares with the round's new tuples. Those over base relations only are
+  held with the base relations themselves (``requests``), in the same job
+  as whatever else the caller holds then.
+- A round joins the new tuples of the last round with the held static
+  parts, picks one derivation per new tuple (the lowest rule, then the
+  lowest cause) in one aggregation, subtracts what is known and holds the
+  result (``Holding``): one Spark action, rows on the driver while the round
+  is small. Everything within a round must be one job, so the session
+  computes without adaptive execution and without broadcast joins
+  (``conf/job.yaml``: ``spark.compute_conf``).
 """
 
 from __future__ import annotations
@@ -27,41 +37,21 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .check import CheckedProgram
-from .compile import candidates, null_long, tuple_columns
-from .iteration import Batch, Growing, Holding, local_batch
+from .compile import RulePlan, all_wildcards, candidates, plan_rule, static_part, tuple_columns
+from .holding import Batch, Hold, Holding, concat, local_batch
+
+RELATION = "relation"
 
 
 def tuple_schema(arity: int) -> T.StructType:
     return T.StructType([T.StructField(f"c{i}", T.LongType()) for i in range(arity)])
 
 
-@dataclass
-class Relation:
-    """A base relation: its tuples never change."""
-
-    batch: Batch
-
-
-@dataclass
-class Variable(Growing):
-    """A derived relation: a growing set of tuples, and the provenance of every tuple."""
-
-    name: str = ""
-    arity: int = 0
-    provenance: list[DataFrame] = field(default_factory=list)  # per round: tuples + rule, cause_rel, k*, round
-
-    def advance(self, new: Batch | None, provenance: DataFrame | None = None) -> None:
-        super().advance(new)
-        if self.recent is not None:
-            self.provenance.append(provenance)
-
-    def with_provenance(self, spark: SparkSession, width: int) -> DataFrame:
-        """All tuples with ``rule``, ``cause_rel``, ``k*`` and ``round``: the parts joined once, at the end."""
-        if self.provenance:
-            return reduce(DataFrame.unionByName, self.provenance)
-        schema = ", ".join([*(f"c{i} long" for i in range(self.arity)), "rule int", "cause_rel string",
-                            *(f"k{i} long" for i in range(width)), "round int"])
-        return spark.createDataFrame([], schema)
+def provenance_schema(arity: int, cause_width: int) -> T.StructType:
+    return T.StructType([*tuple_schema(arity).fields, T.StructField("rule", T.IntegerType()),
+                         T.StructField("cause_rel", T.StringType()),
+                         *(T.StructField(f"k{i}", T.LongType()) for i in range(cause_width)),
+                         T.StructField("round", T.IntegerType())])
 
 
 @dataclass
@@ -73,177 +63,247 @@ class RoundLog:
 
 
 @dataclass
+class Variable:
+    """A derived relation: the tuples each round added, with provenance, and the last round's."""
+
+    name: str
+    arity: int
+    parts: list[Batch] = field(default_factory=list)  # c0.., rule, cause_rel, k*, round
+    recent: Batch | None = None                       # c0.. of the last round's new tuples
+    _tuples: Batch | None = field(default=None, repr=False)
+
+    @property
+    def count(self) -> int:
+        return sum(p.count for p in self.parts)
+
+    def advance(self, part: Batch | None) -> None:
+        if part is None or not part.count:
+            self.recent = None
+            return
+        self.parts.append(part)
+        self.recent = part.project(tuple_columns(self.arity))
+        self._tuples = None
+
+    def tuples(self, spark: SparkSession) -> Batch:
+        if self._tuples is None:
+            self._tuples = concat([p.project(tuple_columns(self.arity)) for p in self.parts],
+                                  tuple_schema(self.arity), spark)
+        return self._tuples
+
+    def with_provenance(self, spark: SparkSession, cause_width: int) -> DataFrame:
+        return concat(self.parts, provenance_schema(self.arity, cause_width), spark).frame
+
+
+@dataclass
+class Known:
+    """A stratum's tuples so far (``relation, c0..``), in logarithmically many batches."""
+
+    holding: Holding
+    keys: list[str]
+    batches: list[Batch] = field(default_factory=list)
+
+    def add(self, batch: Batch) -> None:
+        batch = batch.project(self.keys)
+        while self.batches and self.batches[-1].count <= 2 * batch.count:
+            batch = self._merge(self.batches.pop(), batch)
+        self.batches.append(batch)
+
+    def subtract_from(self, frame: DataFrame) -> DataFrame:
+        for batch in self.batches:
+            frame = frame.join(batch.frame, self.keys, "left_anti")
+        return frame
+
+    def _merge(self, older: Batch, newer: Batch) -> Batch:
+        if older.local and newer.local:
+            return local_batch(older.spark, older.rows + newer.rows, older.schema)
+        union = older.frame.unionByName(newer.frame)
+        if older.local or newer.local:  # rows have no partitioning: give the union the aggregation's
+            union = union.repartition(self.holding.partitions, *self.keys)
+        # filled by the next round's job, which reads it: merging costs no job of its own
+        return Batch(self.holding.checkpoint(union.sortWithinPartitions(*self.keys)), older.count + newer.count)
+
+
+@dataclass
 class Evaluation:
-    relations: dict[str, DataFrame]  # derived relation -> all its tuples with provenance
+    relations: dict[str, DataFrame]  # derived relation -> its tuples with provenance
+    tuples: dict[str, Batch]         # derived relation -> its tuples (c0..): base relations of a later program
     rounds: list[RoundLog]
-    batches: dict[str, list[int]] = field(default_factory=dict)  # derived relation -> sizes of its batches
+    batches: dict[int, list[int]] = field(default_factory=dict)  # stratum -> sizes of its known batches
+    derived: Batch | None = None     # every derived tuple of every round, as rounds hold them: relation,
+    # c0.. (padded with PAD), rule, cause_rel, k0.. (padded with nulls), round; None: nothing derived
 
 
-class Iteration:
+class Program:
+    """A checked program planned for evaluation: ``requests`` what to hold, then ``evaluate``."""
+
+    def __init__(self, checked: CheckedProgram, holding: Holding, label: str = "rules") -> None:
+        self.checked, self.holding, self.label = checked, holding, label
+        self.width = max(len(d) for d in checked.derived.values())  # tuple columns of a round
+        self.cause_width = checked.max_arity
+        self.plans: list[list[RulePlan]] = []
+        for stratum in checked.strata:
+            plans = []
+            for index, rule in checked.rules_of(stratum):
+                recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
+                if not recursive:
+                    plans.append(plan_rule(index, rule, stratum, None, checked.cause_index(rule)))
+                plans += [plan_rule(index, rule, stratum, at, at) for at in recursive]
+            self.plans.append(plans)
+
+    def name(self, *parts) -> str:
+        """The name a frame of this program is held by (``static_requests``)."""
+        return ":".join([self.label, *map(str, parts)])
+
+    def static_requests(self, base: dict[str, Batch]) -> dict[str, Hold]:
+        """The static part of every rule over the given base relations alone, to be held by one
+        ``hold_all`` with whatever else the caller holds (one Spark job for all), partitioned on the
+        variables it shares with the round's new tuples."""
+        wanted = {}
+        for plans in self.plans:
+            for plan in plans:
+                if plan.hoisted and plan.static_relations() <= set(base):
+                    sources = {i: base[plan.rule.body[i].relation].frame for i in plan.static}
+                    wanted[self.name("static", plan.index, plan.delta)] = Hold(static_part(plan, sources), plan.keys)
+        return wanted
+
+    def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
+                 on_round: Callable[[RoundLog], None] | None = None) -> Evaluation:
+        """The fixed point over the base relations (a relation not given is empty) and the static parts held
+        so far (``static_requests``); the others are held as their stratum starts."""
+        return _Evaluation(self, base, static or {}).run(on_round)
+
+
+class _Evaluation:
     """One evaluation: the relations, the variables, and the rounds run so far."""
 
-    def __init__(self, checked: CheckedProgram, base: dict[str, DataFrame], broadcast_rows: int,
-                 holding: Holding) -> None:
-        self.checked = checked
-        self.spark = next(iter(base.values())).sparkSession
-        self.broadcast_rows, self.holding = broadcast_rows, holding
-        self.width = checked.max_arity
-        self.derived_width = max(len(d) for d in checked.derived.values())
-        self.relations = _materialize_base(self.spark, base, holding.local_rows)
-        self.variables = {name: Variable(tuple_schema(len(d)), name=name, arity=len(d))
-                          for name, d in checked.derived.items()}
+    def __init__(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> None:
+        self.program, self.checked, self.holding = program, program.checked, program.holding
+        self.held = static
+        self.spark = next(iter(base.values())).spark
+        self.relations: dict[str, Batch] = {}
+        for name, domains in self.checked.base.items():
+            batch = base.get(name)
+            self.relations[name] = batch if batch is not None else local_batch(self.spark, [], tuple_schema(len(domains)))
+        self.outputs: list[Batch] = []
+        self.variables = {name: Variable(name, len(d)) for name, d in self.checked.derived.items()}
+        self.keys = [RELATION, *tuple_columns(program.width)]
         self.rounds: list[RoundLog] = []
+        self.batches: dict[int, list[int]] = {}
 
-    def sized(self, batch: Batch, joined: bool) -> DataFrame:
-        """A batch's frame, hinted for broadcast when small and joined with something."""
-        if joined and not batch.local and batch.count <= self.broadcast_rows:
-            return F.broadcast(batch.frame)
-        return batch.frame
+    def count(self, relation: str) -> int:
+        return self.relations[relation].count if relation in self.relations else self.variables[relation].count
 
-    def full(self, relation: str, joined: bool) -> DataFrame:
+    def full(self, relation: str) -> Batch:
         if relation in self.relations:
-            return self.sized(self.relations[relation].batch, joined)
-        variable = self.variables[relation]
-        batches = variable.batches()
-        if not batches:
-            schema = ", ".join(f"c{i} long" for i in range(len(self.checked.domains(relation))))
-            return self.spark.createDataFrame([], schema)
-        return reduce(DataFrame.unionByName, [self.sized(b, joined) for b in batches])
+            return self.relations[relation]
+        return self.variables[relation].tuples(self.spark)
 
-    def derivations(self, stratum: tuple[str, ...], first: bool) -> dict[str, list[DataFrame]]:
-        """Candidate head tuples with provenance, per relation: what the stratum's rules derive this round."""
-        found: dict[str, list[DataFrame]] = {}
-        for index, rule in self.checked.rules_of(stratum):
-            joined = len(rule.body) > 1
-            recursive = [i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum]
-            if not recursive:
-                if first:
-                    sources = [self.full(a.relation, joined) for a in rule.body]
-                    found.setdefault(rule.head.relation, []).append(
-                        candidates(rule, index, sources, self.checked.cause_index(rule), self.width))
-                continue
-            for at in recursive:
-                recent = self.variables[rule.body[at].relation].recent
-                if first or recent is None:
-                    continue
-                # A local recent batch has a known, small size: Spark broadcasts it and streams the
-                # rest. Hinting the other side would broadcast a whole relation every round instead.
-                sources = [self.sized(recent, joined) if i == at else self.full(a.relation, not recent.local)
-                           for i, a in enumerate(rule.body)]
-                found.setdefault(rule.head.relation, []).append(candidates(rule, index, sources, at, self.width))
-        return found
-
-    def new_tuples(self, found: dict[str, list[DataFrame]], round_no: int) -> DataFrame:
-        """One derivation per tuple not known before (the lowest rule index, then the lowest cause).
-
-        All relations of the round in one aggregation, keyed by relation and
-        padded tuple (padding is constant per relation, so it never joins
-        across relations). What is known is subtracted by a broadcast
-        anti-join when small, else in the same aggregation (one shuffle of
-        candidates and known tuples, not two).
-        """
-        keys = ["relation", *tuple_columns(self.derived_width)]
-        causes = ["rule", "cause_rel", *tuple_columns(self.width, "k")]
-        candidates_ = reduce(DataFrame.unionByName, [self._padded(relation, frame, *causes)
-                                                     for relation, frames in found.items() for frame in frames])
-        known_batches = [(name, b) for name in found for b in self.variables[name].batches()]
-        known_rows = sum(b.count for _, b in known_batches)
-        if known_batches and not all(b.local for _, b in known_batches) and known_rows > self.broadcast_rows:
-            known = reduce(DataFrame.unionByName, [self._padded(name, b.frame) for name, b in known_batches])
-            picked = (candidates_.select(*keys, F.struct(*causes).alias("p"), F.lit(False).alias("known"))
-                      .unionByName(known.select(*keys, F.lit(None).cast(candidates_.select(F.struct(*causes))
-                                                                         .schema[0].dataType).alias("p"),
-                                                F.lit(True).alias("known")))
-                      .groupBy(*keys).agg(F.min("p").alias("p"), F.max("known").alias("known"))
-                      .where(~F.col("known")).select(*keys, "p.*"))
-        else:
-            picked = candidates_.groupBy(*keys).agg(F.min(F.struct(*causes)).alias("p")).select(*keys, "p.*")
-            if known_batches:
-                known = reduce(DataFrame.unionByName, [self._padded(name, b.frame) for name, b in known_batches])
-                known = F.broadcast(known.select(*(F.col(k).alias(f"known_{k}") for k in keys)))
-                picked = picked.join(known, [F.col(k).eqNullSafe(F.col(f"known_{k}")) for k in keys], "left_anti")
-        return picked.select(*keys, *causes, F.lit(round_no).alias("round"))
-
-    def _padded(self, relation: str, frame: DataFrame, *extra: str) -> DataFrame:
-        arity = self.variables[relation].arity
-        return frame.select(F.lit(relation).alias("relation"),
-                            *(F.col(f"c{i}") if i < arity else null_long().alias(f"c{i}")
-                              for i in range(self.derived_width)), *extra)
-
-    def materialize(self, delta: DataFrame, stratum: tuple[str, ...]) -> dict[str, int]:
-        """The round's new tuples, split per variable and handed to it; returns the counts.
-
-        One action a round. The round is collected as rows when it may be
-        small: the last round's new tuples were all local (a stratum's first
-        round: the base relations are). At most ``local_rows + 1`` rows ever
-        reach the driver: a round that derives more is checkpointed instead.
-        """
-        recent = [v.recent for v in self.variables.values() if v.recent is not None]
-        may_be_small = all(b.local for b in recent) and (bool(recent) or all(
-            r.batch.local for r in self.relations.values()))
-        parts = self.holding.hold_parts(delta, "relation", may_be_small)
-        provenance = self._provenance_columns()
-        for name in stratum:
-            variable, part = self.variables[name], parts.get(name)
-            if part is None:
-                variable.advance(None)
-                continue
-            tuples = tuple_columns(variable.arity)
-            variable.advance(part.project(tuples), part.project([*tuples, *provenance]).frame)
-        return {name: parts[name].count if name in parts else 0 for name in stratum}
-
-    def _provenance_columns(self) -> list[str]:
-        return ["rule", "cause_rel", *tuple_columns(self.width, "k"), "round"]
+    def vacuous(self, plan: RulePlan) -> bool:
+        """A rule with ``NOT R(_, ...)`` cannot fire while R holds anything (R is fixed while the rule runs)."""
+        return any(a.negated and all_wildcards(a) and self.count(a.relation) for a in plan.rule.body)
 
     def run(self, on_round: Callable[[RoundLog], None] | None) -> Evaluation:
-        round_no = 0
         for stratum_no, stratum in enumerate(self.checked.strata):
-            first = True
-            while True:
-                started = time.perf_counter()
-                found = self.derivations(stratum, first)
-                first = False
-                if not found:  # nothing can fire: the stratum is complete without another round
-                    break
-                round_no += 1
-                delta = self.new_tuples(found, round_no)
-                counts = self.materialize(delta, stratum)
-                entry = RoundLog(round_no, stratum_no, counts, time.perf_counter() - started)
-                self.rounds.append(entry)
-                if on_round:
-                    on_round(entry)
-                if not any(counts.values()):
-                    break
-        return Evaluation(relations={name: v.with_provenance(self.spark, self.width)
-                                     for name, v in self.variables.items()}, rounds=self.rounds,
-                          batches={name: [b.count for b in v.batches()] for name, v in self.variables.items()})
+            self.run_stratum(stratum_no, stratum, on_round)
+        cause_width = self.program.cause_width
+        schema = self.outputs[0].schema if self.outputs else None
+        return Evaluation(
+            relations={n: v.with_provenance(self.spark, cause_width) for n, v in self.variables.items()},
+            tuples={n: v.tuples(self.spark) for n, v in self.variables.items()},
+            rounds=self.rounds, batches=self.batches,
+            derived=concat(self.outputs, schema, self.spark) if schema is not None else None)
 
+    def run_stratum(self, stratum_no: int, stratum: tuple[str, ...], on_round) -> None:
+        plans = [p for p in self.program.plans[stratum_no] if not self.vacuous(p)]
+        static = self.hold_static(plans)
+        known = Known(self.holding, self.keys)
+        inputs = [*self.relations.values(), *static.values(), *(p for v in self.variables.values() for p in v.parts)]
+        first, small = True, all(b.local for b in inputs)
+        while True:
+            started = time.perf_counter()
+            found = []
+            for plan in plans:
+                rule = plan.rule
+                if plan.delta is None:
+                    if first:
+                        sources = {i: self.full(a.relation).frame for i, a in enumerate(rule.body)}
+                        found.append(candidates(plan, sources, None, self.program.width, self.program.cause_width))
+                    continue
+                recent = self.variables[rule.body[plan.delta].relation].recent
+                if recent is None:
+                    continue
+                sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame for i in plan.late}}
+                found.append(candidates(plan, sources, static[(plan.index, plan.delta)].frame if plan.hoisted else None,
+                                        self.program.width, self.program.cause_width))
+            first = False
+            if not found:  # nothing can fire: the stratum is complete without another round
+                break
+            round_no = len(self.rounds) + 1
+            new = self.new_tuples(found, known, round_no)
+            held, counts = self.hold_round(new, stratum, small)
+            small = held.local
+            for name in stratum:
+                variable = self.variables[name]
+                variable.advance(self.part_of(held, name, counts.get(name, 0)) if counts.get(name) else None)
+            known.add(held)
+            self.outputs.append(held)
+            entry = RoundLog(round_no, stratum_no, {name: counts.get(name, 0) for name in stratum},
+                             time.perf_counter() - started)
+            self.rounds.append(entry)
+            if on_round:
+                on_round(entry)
+            if not any(counts.values()):
+                break
+        self.batches[stratum_no] = [b.count for b in known.batches]
 
-def evaluate(checked: CheckedProgram, base: dict[str, DataFrame], on_round: Callable[[RoundLog], None] | None,
-             broadcast_rows: int, holding: Holding) -> Evaluation:
-    """Evaluate ``checked`` over interned base relations (columns ``c0..``) to its fixed point.
+    def hold_static(self, plans: list[RulePlan]) -> dict[tuple[int, int], Batch]:
+        """The static parts of the stratum's recursive rules: held with the base relations, or now (one job for
+        those that read relations of lower strata)."""
+        static, missing = {}, {}
+        for plan in plans:
+            if not plan.hoisted:
+                continue
+            name = self.program.name("static", plan.index, plan.delta)
+            if name in self.held:
+                static[(plan.index, plan.delta)] = self.held[name]
+            else:
+                sources = {i: self.full(plan.rule.body[i].relation).frame for i in plan.static}
+                missing[(plan.index, plan.delta)] = Hold(static_part(plan, sources), plan.keys)
+        if missing:
+            small = all(b.local for b in self.relations.values())
+            held = self.holding.hold_all({f"{i}:{d}": h for (i, d), h in missing.items()}, try_local=small)
+            static.update({key: held[f"{key[0]}:{key[1]}"] for key in missing})
+        return static
 
-    Join strategy from exact counts: a relation of at most ``broadcast_rows``
-    tuples is broadcast (checkpointed data carries no size statistics, so
-    Spark alone would shuffle both sides of every join).
-    """
-    return Iteration(checked, base, broadcast_rows, holding).run(on_round)
+    def new_tuples(self, found: list[DataFrame], known: Known, round_no: int) -> DataFrame:
+        """One derivation per tuple not known before: the lowest rule index, then the lowest cause."""
+        causes = ["rule", "cause_rel", *tuple_columns(self.program.cause_width, "k")]
+        picked = (reduce(DataFrame.unionByName, found).groupBy(*self.keys)
+                  .agg(F.min(F.struct(*causes)).alias("p")).select(*self.keys, "p.*"))
+        return known.subtract_from(picked).withColumn("round", F.lit(round_no))
 
+    def hold_round(self, new: DataFrame, stratum: tuple[str, ...], small: bool) -> tuple[Batch, dict[str, int]]:
+        """The round's new tuples materialized by one action: rows while the round may be small, else blocks
+        kept in the aggregation's partitioning (sorted, so later anti-joins read them as they are)."""
+        holding = self.holding
+        if small and holding.local_rows:
+            rows = new.limit(holding.local_rows + 1).collect()
+            if len(rows) <= holding.local_rows:
+                batch = local_batch(self.spark, [tuple(r) for r in rows], new.schema)
+                counts: dict[str, int] = {}
+                for row in rows:
+                    counts[row[RELATION]] = counts.get(row[RELATION], 0) + 1
+                return batch, counts
+        held = holding.checkpoint(new.sortWithinPartitions(*self.keys))
+        counts = {r[RELATION]: r["count"] for r in held.groupBy(RELATION).count().collect()}
+        return Batch(held, sum(counts.values())), counts
 
-def _materialize_base(spark: SparkSession, base: dict[str, DataFrame], local_rows: int) -> dict[str, Relation]:
-    """Every base relation with its exact count (one job); the small ones collected (one more) as local."""
-    tagged = [frame.select(F.lit(name).alias("relation")) for name, frame in base.items()]
-    counts = {row["relation"]: row["count"] for row in reduce(DataFrame.unionByName, tagged)
-              .groupBy("relation").count().collect()}
-    small = [name for name in base if counts.get(name, 0) <= local_rows]
-    width = max((len(base[name].columns) for name in small), default=0)
-    rows: dict[str, list[tuple]] = {name: [] for name in small}
-    if small:
-        padded = [base[name].select(F.lit(name).alias("relation"), *base[name].columns,
-                                    *(null_long().alias(f"c{i}") for i in range(len(base[name].columns), width)))
-                  for name in small]
-        for row in reduce(DataFrame.unionByName, padded).collect():
-            rows[row[0]].append(tuple(row[1:1 + len(base[row[0]].columns)]))
-    return {name: Relation(local_batch(spark, rows[name], tuple_schema(len(frame.columns))) if name in rows
-                           else Batch(frame, counts.get(name, 0)))
-            for name, frame in base.items()}
+    def part_of(self, held: Batch, relation: str, count: int) -> Batch:
+        """One relation's tuples of a round, with provenance: ``c0..c{arity-1}``, rule, cause_rel, k*, round."""
+        arity = self.variables[relation].arity
+        columns = [*tuple_columns(arity), "rule", "cause_rel", *tuple_columns(self.program.cause_width, "k"), "round"]
+        if held.local:
+            at = held.columns.index(RELATION)
+            rows = [r for r in held.rows if r[at] == relation]
+            return local_batch(self.spark, rows, held.schema).project(columns)
+        return Batch(held.frame.where(F.col(RELATION) == relation).select(*columns), count)

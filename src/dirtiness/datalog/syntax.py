@@ -6,8 +6,15 @@ the next), an optional trailing ``.``, ``#`` or ``%`` comments::
     dependency: DirtyStmt(O) :- DependsOn(O, P), DirtyStmt(P), NOT IsReplacement(P)
 
 The optional ``label:`` names the rule in the provenance of what it derives.
+A label may carry a quoted reason, the plan's words for why the rule holds;
+``{Var}`` in it stands for a variable of the rule's cause (the body atom the
+provenance records), filled with that fact's names::
+
+    reads "reads {P}, which the plan removes": Redeployed(O) :- Removed(P), Reads(O, P)
+
 Arguments are variables (``O``, ``Db``) or the wildcard ``_``; constants are
-not part of the language.
+not part of the language (sets of values are base relations, such as the
+kinds the plan stages).
 """
 
 from __future__ import annotations
@@ -50,6 +57,11 @@ class Rule:
     head: Atom
     body: tuple[Atom, ...]
     line: int
+    reason: str | None = None  # with {Var} placeholders for variables of the cause
+
+    @property
+    def reason_variables(self) -> list[str]:
+        return re.findall(r"{([^{}]*)}", self.reason or "")
 
     @property
     def positive(self) -> tuple[Atom, ...]:
@@ -60,7 +72,8 @@ class Rule:
         return tuple(a for a in self.body if a.negated)
 
     def __str__(self) -> str:
-        return f"{self.label}: {self.head} :- {', '.join(str(a) for a in self.body)}"
+        reason = f' "{self.reason}"' if self.reason is not None else ""
+        return f"{self.label}{reason}: {self.head} :- {', '.join(str(a) for a in self.body)}"
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,8 @@ def is_wildcard(arg: str) -> bool:
 
 
 _IDENT = r"[A-Za-z][A-Za-z0-9_]*"
-_LABEL = re.compile(rf"^\s*({_IDENT})\s*:(?!-)")
+_LABEL = re.compile(rf'^\s*({_IDENT})\s*(?:"([^"]*)"\s*)?:(?!-)')
+_COMMENT = re.compile(r'"[^"]*"|(?:^|(?<=\s))[#%]')
 _ATOM = re.compile(rf"\s*(NOT\s+|not\s+|!\s*)?({_IDENT})\s*\(([^()]*)\)\s*")
 _VARIABLE = re.compile(rf"^(_|{_IDENT})$")
 
@@ -98,13 +112,13 @@ def _statements(text: str):
     """Yield (first line number, statement) with comments stripped and continuations joined."""
     pending, start = "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.split(r"\s[#%]|^[#%]", raw, maxsplit=1)[0].strip()
+        line = _strip_comment(raw).strip()
         if not line:
             continue
         if not pending:
             start = number
         pending = f"{pending} {line}".strip()
-        if pending.endswith((",", ":-")):
+        if pending.endswith((",", ":-", ":")):  # a label alone on its line: the rule follows
             continue
         yield start, pending
         pending = ""
@@ -112,11 +126,19 @@ def _statements(text: str):
         yield start, pending
 
 
+def _strip_comment(raw: str) -> str:
+    """The line up to a ``#`` or ``%`` that starts a comment (not one inside a quoted reason)."""
+    for match in _COMMENT.finditer(raw):
+        if not match.group().startswith('"'):
+            return raw[:match.start()]
+    return raw
+
+
 def _parse_rule(statement: str, path: str, line: int, index: int) -> Rule:
-    label = f"rule{index + 1}"
+    label, reason = f"rule{index + 1}", None
     match = _LABEL.match(statement)
     if match:
-        label, statement = match.group(1), statement[match.end():]
+        label, reason, statement = match.group(1), match.group(2), statement[match.end():]
     statement = statement.strip()
     if statement.endswith("."):
         statement = statement[:-1].rstrip()
@@ -130,7 +152,7 @@ def _parse_rule(statement: str, path: str, line: int, index: int) -> Rule:
     body = _parse_atoms(body_text, path, line, fresh)
     if not body:
         raise ProgramError(path, line, "the rule has an empty body")
-    return Rule(label=label, head=head_atoms[0], body=tuple(body), line=line)
+    return Rule(label=label, head=head_atoms[0], body=tuple(body), line=line, reason=reason)
 
 
 def _parse_atoms(text: str, path: str, line: int, fresh) -> list[Atom]:

@@ -1,8 +1,11 @@
 """Every object's SQL read on Spark: checked against its declared dependencies and cluster, or the source of them.
 
-Statements are parsed where the rows are (a Python UDF per object with
-``sql``), so a catalog of any size never passes through the driver; only
-the first few problems of each kind are collected, in one Spark job.
+Statements are parsed where the rows are, in batches through Arrow
+(``analyser``), and only the rows that carry SQL: by Spark's Python workers
+for table-form snapshots (one job for both), on the driver for documents,
+which are there already. The checks are frames the caller holds with the
+resolved snapshots, so their first problems of each kind cost no job of
+their own.
 
 - A statement that does not parse, or that creates another object or
   another kind of object, is an error naming the object and the position,
@@ -20,28 +23,25 @@ the first few problems of each kind are collected, in one Spark job.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+from functools import reduce
+from typing import Iterator
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import InputError, summarize
 from ..model import KEY
 from ..sql.statement import SqlError, parse
-from .snapshot import Snapshot, first_problems, missing_dependencies
-
-log = logging.getLogger("dirtiness")
+from .snapshot import Snapshot, missing_dependencies
 
 MISMATCH = "dependencies that do not match the SQL"
+DEP = [f"dep_{k}" for k in KEY]
 
-REFERENCE = T.StructType([T.StructField(k, T.StringType()) for k in KEY])
-ANALYSIS = T.StructType([
-    T.StructField("error", T.StringType()),
-    T.StructField("references", T.ArrayType(REFERENCE)),
-    T.StructField("sql_cluster", T.StringType()),
-])
+ANALYSIS = T.StructType([T.StructField(c, T.StringType())
+                         for c in ("side", "found", *KEY, "error", "sql_cluster", *DEP)])
+ARROW_ANALYSIS = pa.schema([pa.field(f.name, pa.string()) for f in ANALYSIS.fields])
 
 
 @dataclass(frozen=True)
@@ -65,25 +65,60 @@ def analyse(sql: str | None, kind: str, database: str, schema: str, name: str, d
     return (None, [list(r) for r in statement.references], statement.cluster)
 
 
-def resolve_statements(snapshot: Snapshot, settings: SqlSettings, external_databases=(), side: str = "new",
-                       shown: int = 5) -> Snapshot:
-    """The snapshot with dependencies and clusters checked against (or taken from) its SQL.
+def analyser(dialect: str):
+    """The function ``mapInArrow`` runs over batches of ``side, key, kind, sql``: one ``statement`` row per
+    object (its error or cluster) and one ``reads`` row per relation its SQL reads."""
+    def analyse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out: dict[str, list] = {name: [] for name in ARROW_ANALYSIS.names}
+
+            def emit(**values) -> None:
+                for name in out:
+                    out[name].append(values.get(name))
+
+            for row in batch.to_pylist():
+                key = {k: row[k] for k in KEY}
+                error, references, cluster = analyse(row["sql"], row["kind"], *key.values(), dialect)
+                emit(side=row["side"], found="statement", **key, error=error, sql_cluster=cluster)
+                for reference in references or ():
+                    emit(side=row["side"], found="reads", **key, **dict(zip(DEP, reference)))
+            yield pa.RecordBatch.from_pydict(out, schema=ARROW_ANALYSIS)
+    return analyse_batches
+
+
+def statements_to_analyse(snapshots: dict[str, Snapshot]) -> DataFrame:
+    """``side, key, kind, sql`` of every object with SQL of the given snapshots: what ``analyser`` reads."""
+    return reduce(DataFrame.unionByName, [
+        s.objects.where(F.col("sql").isNotNull()).select(F.lit(side).alias("side"), *KEY, "kind", "sql")
+        for side, s in snapshots.items()])
+
+
+@dataclass
+class Resolved:
+    """A snapshot with its dependencies and clusters checked against (or taken from) its SQL, and the
+    checks to make: a frame of ``detail`` rows per problem, in the order they are reported."""
+
+    snapshot: Snapshot
+    problems: dict[str, DataFrame]
+    warnings: dict[str, DataFrame]
+
+
+def resolve_statements(snapshot: Snapshot, analysis: DataFrame, settings: SqlSettings, external_databases=(),
+                       side: str = "new") -> Resolved:
+    """The snapshot resolved against its rows of ``analysis`` (``analyse_statements``, held).
 
     The new project must also be closed: every dependency, declared or read
     from the SQL, names an object it lists (or one in ``external_databases``).
     The deployed state may read objects it does not list.
     """
     dialect = settings.dialect
-    analysed_udf = F.udf(lambda sql, kind, d, s, n: analyse(sql, kind, d, s, n, dialect), ANALYSIS, useArrow=False)
     objects = snapshot.objects
-    analysed = (objects.where(F.col("sql").isNotNull())
-                .select(*KEY, "kind", "cluster", analysed_udf("sql", "kind", *KEY).alias("a"))
-                .select(*KEY, "kind", "cluster", "a.*")
-                .localCheckpoint())  # one parse per statement, read by the checks and the inference below
+    mine = analysis.where(F.col("side") == side)
+    analysed = (mine.where(F.col("found") == "statement").select(*KEY, "error", "sql_cluster")
+                .join(objects.select(*KEY, "kind", "cluster"), list(KEY)))
     parsed = analysed.where(F.col("error").isNull())
-    references = (parsed.select(*KEY, F.explode("references").alias("r"))
-                  .select(*KEY, *(F.col(f"r.{k}").alias(f"dep_{k}") for k in KEY)))
-    declared = snapshot.dependencies.select(*KEY, *(f"dep_{k}" for k in KEY))
+    references = mine.where(F.col("found") == "reads").select(*KEY, *DEP)
+    declared = snapshot.dependencies.select(*KEY, *DEP)
     with_declared = declared.select(*KEY).distinct()
     checked = parsed.select(*KEY).join(with_declared, list(KEY), "left_semi")
     external = list(external_databases)
@@ -91,10 +126,8 @@ def resolve_statements(snapshot: Snapshot, settings: SqlSettings, external_datab
     def owned(frame: DataFrame) -> DataFrame:
         return frame.where(~F.col("dep_database").isin(*external)) if external else frame
 
-    dep_columns = [f"dep_{k}" for k in KEY]
-    unread = owned(declared.join(checked, list(KEY), "left_semi")).join(references, [*KEY, *dep_columns], "left_anti")
-    undeclared = owned(references.join(checked, list(KEY), "left_semi")).join(declared, [*KEY, *dep_columns],
-                                                                             "left_anti")
+    unread = owned(declared.join(checked, list(KEY), "left_semi")).join(references, [*KEY, *DEP], "left_anti")
+    undeclared = owned(references.join(checked, list(KEY), "left_semi")).join(declared, [*KEY, *DEP], "left_anti")
     disagreeing = parsed.where(F.col("sql_cluster").isNotNull() & F.col("cluster").isNotNull()
                                & (F.col("sql_cluster") != F.col("cluster")))
     checks = {  # in the order they are reported
@@ -117,22 +150,17 @@ def resolve_statements(snapshot: Snapshot, settings: SqlSettings, external_datab
                 F.lit("its SQL reads "), _dep(), F.lit(", which depends_on does not list"))))),
     }
     inferred = references.join(with_declared, list(KEY), "left_anti")
-    dependencies = declared.unionByName(inferred).unionByName(undeclared)  # undeclared: only when warned
+    dependencies = declared.unionByName(inferred).unionByName(undeclared).distinct()  # undeclared: when warned
     if side == "new":
         checks["dependencies on objects not in the snapshot"] = missing_dependencies(
             Snapshot(snapshot.path, objects, dependencies, snapshot.indexes), external)
-    where = f"{snapshot.path} ({side} project)"
-    for problem, (details, total) in first_problems({k: v for k, v in checks.items() if v is not None},
-                                                      shown).items():
-        line = summarize(details, f"{where}: {total} {problem}", total=total)
-        if problem == MISMATCH and settings.mismatch == "warn":
-            log.warning("%s (warning: the plan orders by both)", line)
-        else:
-            raise InputError(line)
-
-    objects = (objects.join(parsed.select(*KEY, "sql_cluster"), list(KEY), "left")
-               .withColumn("cluster", F.coalesce("cluster", "sql_cluster")).select(*objects.columns))
-    return Snapshot(snapshot.path, objects, dependencies.distinct(), snapshot.indexes).cached()
+    checks = {problem: frame for problem, frame in checks.items() if frame is not None}
+    warnings = {}
+    if settings.mismatch == "warn":
+        warnings[MISMATCH] = checks.pop(MISMATCH)
+    resolved_objects = (objects.join(parsed.select(*KEY, "sql_cluster"), list(KEY), "left")
+                        .withColumn("cluster", F.coalesce("cluster", "sql_cluster")).select(*objects.columns))
+    return Resolved(Snapshot(snapshot.path, resolved_objects, dependencies, snapshot.indexes), checks, warnings)
 
 
 def _shown(detail) -> F.Column:
@@ -140,4 +168,4 @@ def _shown(detail) -> F.Column:
 
 
 def _dep() -> F.Column:
-    return F.concat_ws(".", *(f"dep_{k}" for k in KEY))
+    return F.concat_ws(".", *DEP)

@@ -1,9 +1,11 @@
 """Loading a snapshot (docs/design.md §2): a YAML/JSON document or a folder of tables.
 
 Both forms become the same three DataFrames, so the rest of the job never
-knows which form it was given. Documents are validated object by object as
-they load; table folders are checked for their columns here and for their
-contents by Spark (see ``validate``).
+knows which form it was given. Documents are parsed and validated object by
+object before Spark starts, and become local relations (Spark runs no job to
+read them); table folders are checked for their columns here and for their
+contents by Spark, all table-form snapshots of a run in one job that also
+counts their objects.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..datalog.holding import local_frame
 from ..errors import InputError, summarize
 from ..model import KEY, KINDS
 from .formats import detect, to_document
@@ -46,20 +49,51 @@ class Snapshot:
         return Snapshot(self.path, self.objects.cache(), self.dependencies.cache(), self.indexes.cache())
 
 
-def load_snapshot(spark: SparkSession, path: str, format: str = "auto") -> Snapshot:
-    """The snapshot at ``path`` (in ``format``: ``inputs.formats``), validated and cached (the diff, the
-    facts and the plan all read it).
+@dataclass
+class Loaded:
+    """The snapshots of a run by side, and how many objects they hold together (the small-data decision)."""
 
-    Whether its dependencies name objects it lists is checked later
-    (``inputs.references.resolve_statements``), once the SQL has had its say.
+    snapshots: dict[str, Snapshot]
+    objects: int
+
+    @property
+    def old(self) -> Snapshot:
+        return self.snapshots["old"]
+
+    @property
+    def new(self) -> Snapshot:
+        return self.snapshots["new"]
+
+
+def load_snapshots(spark: SparkSession, sides: dict[str, "Document | str"]) -> Loaded:
+    """The snapshots given by side (``old``, ``new``): each a document read before Spark started, a
+    document's path, or the path of a table-form snapshot (validated and counted here, all in one job).
+
+    Whether dependencies name objects the snapshot lists is checked later
+    (``inputs.references``), once the SQL has had its say.
     """
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file or folder")
-    if not is_document(path, format):
-        snapshot = _load_tables(spark, path).cached()
-        _validate_tables(snapshot)
-        return snapshot
-    return _snapshot(spark, read_document(path, format=format)).cached()
+    snapshots, counts, problems = {}, {}, {}
+    for side, given in sides.items():
+        if isinstance(given, str) and is_document(given):
+            given = read_document(given)
+        if isinstance(given, Document):
+            snapshots[side] = _snapshot(spark, given)
+            counts[side] = len(given.objects)
+            continue
+        if not os.path.exists(given):
+            raise InputError(f"{given}: no such file or folder")
+        snapshots[side] = _load_tables(spark, given).cached()
+        problems.update({(side, p): frame for p, frame in _table_checks(snapshots[side]).items()})
+    if problems:  # one job: every table-form snapshot's checks, and its objects counted
+        tables = {side for side, _ in problems}
+        counted = {f"{side}:objects": snapshots[side].objects for side in tables}
+        found = first_problems({f"{side}:{p}": f for (side, p), f in problems.items()}, counted=counted)
+        for (side, problem) in problems:
+            details, total = found.get(f"{side}:{problem}", ([], 0))
+            if total:
+                raise InputError(summarize(details, f"{snapshots[side].path}: {total} {problem}", total=total))
+        counts.update({side: found[f"{side}:objects"][1] for side in tables})
+    return Loaded(snapshots, sum(counts.values()))
 
 
 def is_document(path: str, format: str = "auto") -> bool:
@@ -90,28 +124,15 @@ class Document:
     converted: bool = False  # converted from a tool's artefact (inputs.formats)
 
 
-_READ: dict[tuple, Document] = {}  # documents read before Spark started, until their run loads them
-
-
-def read_document(path: str, keep: bool = False, format: str = "auto") -> Document:
+def read_document(path: str, format: str = "auto") -> Document:
     """Parse and validate a snapshot document without Spark (bad input fails before a session starts):
-    a YAML/JSON snapshot, or a tool's artefact converted to one (``inputs.formats``).
-
-    With ``keep``, the rows are kept for ``load_snapshot`` (once), so the input is parsed once per run.
-    """
-    stat = os.stat(path)
-    key = (os.path.realpath(path), stat.st_mtime_ns, stat.st_size, format)
-    if key in _READ:
-        return _READ[key] if keep else _READ.pop(key)
+    a YAML/JSON snapshot, or a tool's artefact converted to one (``inputs.formats``)."""
     converted = to_document(path, format)
     if converted is not None:
         document = parse_document(converted, path)
         document.converted = True
-    else:
-        document = _parse_yaml(path)
-    if keep:
-        _READ[key] = document
-    return document
+        return document
+    return _parse_yaml(path)
 
 
 def _parse_yaml(path: str) -> Document:
@@ -136,9 +157,9 @@ def snapshot_from_document(spark: SparkSession, document, path: str = "<document
 def _snapshot(spark: SparkSession, document: Document) -> Snapshot:
     return Snapshot(
         path=document.path,
-        objects=spark.createDataFrame(document.objects, OBJECTS),
-        dependencies=spark.createDataFrame(document.dependencies, DEPENDENCIES),
-        indexes=spark.createDataFrame(document.indexes, INDEXES),
+        objects=local_frame(spark, document.objects, OBJECTS),
+        dependencies=local_frame(spark, document.dependencies, DEPENDENCIES),
+        indexes=local_frame(spark, document.indexes, INDEXES),
     )
 
 
@@ -301,12 +322,12 @@ def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> D
     return frame.select(*columns)
 
 
-def _validate_tables(snapshot: Snapshot) -> None:
-    """Content checks of a table-form snapshot in one Spark job: the first few problems of each kind and a count."""
+def _table_checks(snapshot: Snapshot) -> dict[str, DataFrame]:
+    """The content checks of a table-form snapshot: a frame of ``detail`` rows per kind of problem."""
     objects, key = snapshot.objects, [F.col(k) for k in KEY]
     shown = F.concat_ws(".", *(F.coalesce(F.col(k), F.lit("<null>")) for k in KEY))
     empty = reduce(lambda a, b: a | b, (F.col(k).isNull() | (F.trim(F.col(k)) == "") for k in KEY))
-    found = first_problems({
+    return {
         "objects with an empty name part": objects.where(empty).select(shown.alias("detail")),
         "objects of unknown kind": objects.where(F.col("kind").isNull() | ~F.col("kind").isin(*KINDS)).select(
             F.concat(shown, F.lit(": "), F.coalesce(F.col("kind"), F.lit("<null>"))).alias("detail")),
@@ -316,20 +337,47 @@ def _validate_tables(snapshot: Snapshot) -> None:
         "index names used twice in a schema (index names are unique within a schema)":
             snapshot.indexes.groupBy("database", "schema", "index_name").agg(F.countDistinct("name").alias("n"))
             .where(F.col("n") > 1).select(F.concat_ws(".", "database", "schema", "index_name").alias("detail")),
-    })
-    for problem, (details, total) in found.items():
-        raise InputError(summarize(details, f"{snapshot.path}: {total} {problem}", total=total))
+    }
 
 
-def first_problems(problems: dict[str, DataFrame], shown: int = 5) -> dict[str, tuple[list[str], int]]:
+def first_problems(problems: dict[str, DataFrame], shown: int = 5,
+                   counted: dict[str, DataFrame] | None = None) -> dict[str, tuple[list[str], int]]:
     """For each kind of problem found (a frame of ``detail`` rows), its first details and its count,
-    in the order given, all in one Spark job."""
-    tagged = [frame.select(F.lit(name).alias("problem"), "detail") for name, frame in problems.items()]
-    ranked = reduce(DataFrame.unionByName, tagged).select(
-        "problem", "detail", F.row_number().over(Window.partitionBy("problem").orderBy("detail")).alias("n"),
-        F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
-    found: dict[str, tuple[list, int]] = {name: ([], 0) for name in problems}
-    for row in ranked.where(F.col("n") <= shown).collect():
-        details, _ = found[row["problem"]]
-        found[row["problem"]] = (details + [(row["n"], row["detail"])], row["total"])
-    return {name: ([d for _, d in sorted(details)], total) for name, (details, total) in found.items() if total}
+    in the order given, all in one Spark job; ``counted`` frames come back as ``([], rows)``."""
+    return read_problems(collect_problems(problems, shown, counted).collect(), problems, counted)
+
+
+def collect_problems(problems: dict[str, DataFrame], shown: int = 5,
+                     counted: dict[str, DataFrame] | None = None) -> DataFrame:
+    """``problem, n, detail, total`` rows: the first ``shown`` details of each problem (by ``order`` when a
+    frame has that column, else by ``detail``) and its count, and the row count of each ``counted`` frame
+    (a frame to hold with others; ``read_problems`` reads it)."""
+    parts = []
+    if problems:
+        tagged = [frame.select(F.lit(name).alias("problem"), F.col("detail").cast("string"),
+                               (F.col("order") if "order" in frame.columns else F.col("detail")).cast("string")
+                               .alias("order"))
+                  for name, frame in problems.items()]
+        ranked = reduce(DataFrame.unionByName, tagged).select(
+            "problem", "detail",
+            F.row_number().over(Window.partitionBy("problem").orderBy("order", "detail")).alias("n"),
+            F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
+        parts.append(ranked.where(F.col("n") <= shown).select("problem", "n", "detail", "total"))
+    for name, frame in (counted or {}).items():
+        parts.append(frame.select(F.lit(name).alias("problem")).groupBy("problem").agg(
+            F.lit(None).cast("int").alias("n"), F.lit(None).cast("string").alias("detail"),
+            F.count(F.lit(1)).alias("total")))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def read_problems(rows, problems: dict[str, DataFrame], counted: dict[str, DataFrame] | None = None
+                  ) -> dict[str, tuple[list[str], int]]:
+    found: dict[str, tuple[list, int]] = {}
+    for row in rows:
+        details, _ = found.get(row["problem"], ([], 0))
+        found[row["problem"]] = (details + ([(row["n"], row["detail"])] if row["detail"] is not None else []),
+                                 row["total"])
+    result = {name: ([d for _, d in sorted(found[name][0])], found[name][1])
+              for name in problems if name in found and found[name][1]}
+    result.update({name: ([], found.get(name, ([], 0))[1]) for name in counted or {}})
+    return result

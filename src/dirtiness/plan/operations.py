@@ -5,6 +5,10 @@ object_type, database, schema, name, kind, target_schema, statement,
 destructive, verbatim, reason``; ``seq`` is added when the strategies' rows
 are put in order. While planning, a row also carries ``error`` (a statement
 that could not be written), checked before anything is published.
+
+The strategies write rows from ``Planning``: the decisions of the plan's
+rules by name (``decisions``), the step of every object a phase orders
+(``steps``) and the snapshots; they decide nothing themselves.
 """
 
 from __future__ import annotations
@@ -17,14 +21,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..datalog.iteration import Holding
-from ..inputs.snapshot import Snapshot
+from ..datalog.holding import Batch
+from ..model import KEY
 from .dialect import Dialect
-from .statements import quoted
-
-DEPLOYABLE = ("view", "materialized-view")        # staged and swapped by blue-green
-RECREATABLE = ("view", "materialized-view", "sink")  # dropped and created again when dirty
-STATEFUL = ("table", "source", "table-from-source")  # dropping loses data: destructive
+from .statements import RENDER, quoted
 
 PLAN_COLUMNS = T.StructType([
     T.StructField("phase", T.StringType()),
@@ -45,18 +45,31 @@ PLAN_COLUMNS = T.StructType([
 
 
 @dataclass
-class PlanInputs:
-    """The dirty sets of a run and the two snapshots they came from."""
+class Planning:
+    """What a strategy writes its rows from."""
 
-    dirty_stmts: DataFrame     # database, schema, name, kind, change, ...
-    dirty_clusters: DataFrame  # cluster, ...
-    dirty_schemas: DataFrame   # database, schema, ...
-    old: Snapshot
-    new: Snapshot
+    decisions: Batch                 # the plan_decisions rows: relation, key columns, rule, cause, round, reason
+    keys: dict[str, list[str]]       # plan relation -> its key columns (database, schema, name | cluster)
+    steps: DataFrame                 # group, database, schema, name, step: each object's step in its phase
+    new: DataFrame                   # key, kind, cluster, replacement, sql, change: the new project
+    deployed: DataFrame              # key, kind, cluster: what the database holds before the plan
+    dependencies: DataFrame          # key, dep_*: the new project's
+    indexes: DataFrame               # key, index_name, cluster: the new project's
     dialect: Dialect
-    suffix: str                # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
-    holding: Holding           # the engine's switches, for the plan's own loops
+    suffix: str                      # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
+
+    def decided(self, relation: str, with_reason: bool = True) -> DataFrame:
+        """A plan relation's tuples by name (its key columns), with their reason."""
+        columns = [*self.keys[relation], *(["reason"] if with_reason else [])]
+        return self.decisions.part("relation", relation, columns).frame
+
+    def stepped(self, group: str, frame: DataFrame) -> DataFrame:
+        """``frame`` (objects) with the step of each in ``group``."""
+        return frame.join(self.steps.where(F.col("group") == group).drop("group"), list(KEY))
+
+    def staging(self, column: str = "schema") -> Column:
+        return F.concat(F.col(column), F.lit(self.suffix))
 
 
 def deploy_suffix(run_id: str, template: str = "dpl{hash8}") -> str:
@@ -67,10 +80,13 @@ def deploy_suffix(run_id: str, template: str = "dpl{hash8}") -> str:
 
 
 def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Column, object_type: str, *,
-               step: Column, statement: Column, database: Column | None = None, schema: Column | None = None,
-               name: Column | None = None, kind: Column | None = None, target_schema: Column | None = None,
-               destructive: Column | None = None) -> DataFrame:
-    """Plan rows from ``frame``: one per row, columns defaulting to the frame's columns or null."""
+               step: Column, statement: Column | None = None, database: Column | None = None,
+               schema: Column | None = None, name: Column | None = None, kind: Column | None = None,
+               target_schema: Column | None = None, destructive: Column | None = None,
+               render: dict[str, Column] | None = None) -> DataFrame:
+    """Plan rows from ``frame``: one per row, columns defaulting to the frame's columns or null. A row's
+    statement is ``statement`` (a template filled), or written later from the object's SQL (``render``:
+    ``statements.to_render``)."""
     def pick(value: Column | None, column: str, default: Column | None = None) -> Column:
         if value is not None:
             return value
@@ -84,11 +100,12 @@ def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Col
         pick(database, "database").alias("database"), pick(schema, "schema").alias("schema"),
         pick(name, "name").alias("name"), pick(kind, "kind").alias("kind"),
         (target_schema if target_schema is not None else F.lit(None).cast("string")).alias("target_schema"),
-        statement.alias("statement"),
+        (statement if statement is not None else F.lit(None).cast("string")).alias("statement"),
         (destructive if destructive is not None else F.lit(False)).alias("destructive"),
-        pick(None, "verbatim", F.lit(False)).alias("verbatim"),
+        F.lit(False).alias("verbatim"),
         pick(None, "reason").alias("reason"),
-        pick(None, "error").alias("error"),
+        F.lit(None).cast("string").alias("error"),
+        *((render or {}).get(f.name, F.lit(None).cast(f.dataType)).alias(f.name) for f in RENDER.fields),
     )
 
 

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..model import KEY
+from ..datalog.holding import Batch, Holding, local_batch
 from ..sql.statement import render_row
 from .dialect import Dialect
 
@@ -54,29 +54,73 @@ def kind_keyword(kind: Column | str) -> Column:
     return F.element_at(mapping, kind)
 
 
-def with_object_statements(objects: DataFrame, moved: DataFrame | None, dialect: Dialect,
-                           verbatim_kinds=()) -> DataFrame:
-    """``objects`` plus ``statement``, ``verbatim`` and ``error``.
+# What a plan row carries until its statement is written from the object's own SQL (``render``).
+RENDER = T.StructType([
+    T.StructField("sql", T.StringType()),             # the object's statement; null: nothing to render
+    T.StructField("render_target", T.StringType()),   # the schema to create it in
+    T.StructField("object_cluster", T.StringType()),  # its cluster, added when the statement names none
+    T.StructField("staged_cluster", T.StringType()),  # run there instead
+    T.StructField("replacing", T.BooleanType()),      # a replacement of the object itself
+])
+MOVED = ["database", "schema", "name", "dep_database", "dep_schema", "dep_name", "dep_target"]
+REFERENCES = T.ArrayType(T.StructType([T.StructField(c, T.StringType()) for c in MOVED[3:]]))
 
-    ``objects`` has the key, ``kind``, ``sql``, ``cluster``, ``target``
-    (schema to create it in), ``staged_cluster`` (or null) and
-    ``replacing``; ``moved`` has a reader's key and the ``dep_*`` key and
-    ``dep_target`` schema of each object it reads under another schema.
-    """
-    parser, verbatim_kinds = dialect.parser, tuple(verbatim_kinds)
 
-    def render(sql, kind, database, schema, name, target, references, cluster, staged_cluster, replacing):
-        return render_row(sql, kind, (database, schema, name), target, references, cluster, staged_cluster,
-                          bool(replacing), parser, verbatim_kinds)
+def to_render(frame: DataFrame, target: Column | str = "schema", staged_cluster: Column | None = None,
+              replacing: Column | bool = False, when: Column | None = None) -> dict[str, Column]:
+    """The render inputs of rows of ``frame`` (an object's key, kind, sql and cluster), for ``operations``:
+    rows where ``when`` holds get their statement from their SQL."""
+    sql = F.col("sql") if when is None else F.when(when, F.col("sql"))
+    return {"sql": sql, "render_target": F.col(target) if isinstance(target, str) else target,
+            "object_cluster": F.col("cluster"),
+            "staged_cluster": staged_cluster if staged_cluster is not None else F.lit(None).cast("string"),
+            "replacing": replacing if isinstance(replacing, Column) else F.lit(replacing)}
 
-    rendered = F.udf(render, RENDERED, useArrow=False)
-    if moved is not None:
-        references = moved.groupBy(*KEY).agg(F.collect_list(F.struct(
-            "dep_database", "dep_schema", "dep_name", "dep_target")).alias("references"))
-        objects = objects.join(references, list(KEY), "left")
-    else:
-        objects = objects.withColumn("references", F.lit(None).cast("array<struct<a:string,b:string,c:string,"
-                                                                     "d:string>>"))
-    return (objects.withColumn("r", rendered("sql", "kind", *KEY, "target", "references", "cluster",
-                                             "staged_cluster", "replacing"))
-            .select(*[c for c in objects.columns if c != "references"], "r.*"))
+
+def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding: Holding) -> Batch:
+    """The plan rows with ``statement``, ``verbatim`` and ``error`` written from each object's SQL where a
+    row carries it (``RENDER``), the render inputs dropped: in Arrow batches where the rows are (here for
+    local rows, by Spark's Python workers for blocks). ``moved``: ``MOVED`` rows, a reader's key and each
+    object it reads under another schema (``dep_target``)."""
+    keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
+    schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
+    function = _renderer(dialect.parser, tuple(verbatim_kinds), keep, schema)
+    if rows.local and moved.local:
+        refs: dict[tuple, list[dict]] = {}
+        for row in moved.rows:
+            refs.setdefault(tuple(row[:3]), []).append(dict(zip(MOVED[3:], row[3:])))
+        columns = rows.columns
+        at = {c: columns.index(c) for c in columns}
+        with_refs = [(*r, refs.get((r[at["database"]], r[at["schema"]], r[at["name"]]))) for r in rows.rows]
+        frame_schema = T.StructType([*rows.schema.fields, T.StructField("references", REFERENCES)])
+        return holding.map_arrow(local_batch(rows.spark, with_refs, frame_schema), function, schema)
+    grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
+    joined = rows.frame.join(grouped, MOVED[:3], "left")
+    return holding.hold(joined.mapInArrow(function, schema), try_local=False)
+
+
+def _renderer(parser: str, verbatim_kinds: tuple[str, ...], kept: list[str], schema: T.StructType):
+    """The function ``mapInArrow`` runs: each row with SQL gets its statement (``render_row``), the others
+    keep theirs; the render inputs are dropped."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(schema)
+    carried = len(kept)
+
+    def render_batches(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            out = []
+            for r in batch.to_pylist():
+                if r["sql"] is None:
+                    out.append((r.get("statement"), bool(r.get("verbatim")), r.get("error")))
+                    continue
+                out.append(render_row(
+                    r["sql"], r["kind"], (r["database"], r["schema"], r["name"]), r["render_target"],
+                    [(x["dep_database"], x["dep_schema"], x["dep_name"], x["dep_target"]) for x in r["references"] or ()],
+                    r["object_cluster"], r["staged_cluster"], bool(r["replacing"]), parser, verbatim_kinds))
+            columns = [batch.column(name) for name in kept]
+            columns += [pa.array([o[i] for o in out], arrow_schema.field(carried + i).type) for i in range(3)]
+            yield pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+    return render_batches

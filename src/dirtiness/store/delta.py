@@ -4,6 +4,10 @@ Every table holds rows of many runs, told apart by a ``run_id`` column; a run
 writes its own files only, so replacing a run's rows (a retry) is one
 transaction that adds the new files and removes that run's old ones.
 
+Rows a run holds on the driver (a small catalog's facts, dirty sets and
+plan; every run record) are written from Arrow by pyarrow and committed by
+delta-rs: no Spark job. Rows held as Spark blocks are written by Spark.
+
 Backends:
 - ``spark``: native ``format("delta")`` (Databricks, EMR with Delta, Spark
   Connect servers with Delta).
@@ -25,7 +29,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from ..datalog.holding import Batch, arrow_table
 
 RUN_ID = "run_id"
 _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
@@ -66,28 +73,46 @@ class DeltaStore:
                 return False
         return _is_delta(self.path(name))
 
-    def replace_run(self, name: str, df: DataFrame, run_id: str) -> int:
-        """Write ``df`` (already tagged with ``run_id``) as that run's rows, replacing earlier ones.
-
-        Returns the number of rows written.
-        """
+    def replace_run(self, name: str, rows: "Batch | DataFrame | pa.Table", run_id: str) -> int:
+        """Write ``rows`` as run ``run_id``'s rows of table ``name`` (tagged with it here), replacing earlier
+        ones; returns the number of rows written."""
         if self.backend == "spark":
-            literal = run_id.replace("'", "''")
+            df = _frame(self.spark, rows)
+            if RUN_ID not in df.columns:
+                df = df.select(F.lit(run_id).alias(RUN_ID), *df.columns)
             df = df.localCheckpoint()
+            literal = run_id.replace("'", "''")
             if self.exists(name):
                 (df.write.format("delta").mode("overwrite")
                  .option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name)))
             else:  # the first rows create the table (Sail refuses a replaceWhere with nothing to replace in)
                 df.write.format("delta").mode("append").save(self.path(name))
             return df.count()
+        table = _arrow(rows)
+        if table is not None:
+            return _commit_arrow(self.path(name), _tagged(table, run_id), replace_run=run_id)
+        df = _frame(self.spark, rows)
+        if RUN_ID not in df.columns:
+            df = df.select(F.lit(run_id).alias(RUN_ID), *df.columns)
         return _commit_files(self.spark, self.path(name), df, replace_run=run_id)
 
-    def append(self, name: str, df: DataFrame) -> int:
+    def append(self, name: str, rows: "DataFrame | pa.Table") -> int:
         if self.backend == "spark":
-            df = df.localCheckpoint()
+            df = _frame(self.spark, rows).localCheckpoint()
             df.write.format("delta").mode("append").save(self.path(name))
             return df.count()
-        return _commit_files(self.spark, self.path(name), df, replace_run=None)
+        table = _arrow(rows)
+        if table is not None:
+            return _commit_arrow(self.path(name), table, replace_run=None)
+        return _commit_files(self.spark, self.path(name), rows, replace_run=None)
+
+    def rows(self, name: str) -> list[dict]:
+        """Every row of a small table (the run records), read without a Spark job where the backend allows."""
+        if self.backend == "spark":
+            return [r.asDict() for r in self.read(name).collect()]
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path(name)).to_pyarrow_table().to_pylist()
 
     def read(self, name: str) -> DataFrame:
         if self.backend == "spark":
@@ -117,16 +142,64 @@ def _read(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.schema(schema).parquet(*uris)
 
 
+def _arrow(rows) -> pa.Table | None:
+    """Rows on the driver as an Arrow table (local batches, Arrow tables); None for Spark data."""
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, Batch) and rows.local:
+        return arrow_table(rows.rows, rows.schema)
+    return None
+
+
+def _frame(spark: SparkSession, rows) -> DataFrame:
+    if isinstance(rows, Batch):
+        return rows.frame
+    if isinstance(rows, pa.Table):
+        return spark.createDataFrame(rows, spark_schema_of(rows.schema))
+    return rows
+
+
+def _tagged(table: pa.Table, run_id: str) -> pa.Table:
+    if RUN_ID in table.column_names:  # a run record carries its run id already
+        return table
+    return table.add_column(0, RUN_ID, pa.array([run_id] * table.num_rows, pa.string()))
+
+
+def _new_folder() -> str:
+    return f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
+
+
+def _commit_arrow(table_path: str, table: pa.Table, replace_run: str | None) -> int:
+    """Arrow rows written by pyarrow as one parquet file of a fresh folder, then committed like Spark's files."""
+    arrow_schema = arrow_schema_of(spark_schema_of(table.schema))
+    table = table.cast(arrow_schema)
+    if _is_delta(table_path):  # refuse before writing anything
+        from deltalake import DeltaTable
+
+        _new_columns(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
+    folder = _new_folder()
+    os.makedirs(os.path.join(table_path, folder))
+    pq.write_table(table, os.path.join(table_path, folder, "part-00000.parquet"))
+    return _commit(table_path, folder, arrow_schema, replace_run)
+
+
 def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_run: str | None) -> int:
-    from deltalake import DeltaTable, Schema
-    from deltalake.exceptions import DeltaError
-    from deltalake.transaction import CommitProperties, create_table_with_add_actions
+    from deltalake import DeltaTable
 
     arrow_schema = arrow_schema_of(df.schema)
     if _is_delta(table_path):  # refuse before writing anything
         _new_columns(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
-    folder = f"part-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}"
+    folder = _new_folder()
     df.write.mode("error").parquet(os.path.join(table_path, folder))
+    return _commit(table_path, folder, arrow_schema, replace_run)
+
+
+def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: str | None) -> int:
+    """The parquet files of ``folder`` committed to the table's Delta log (replacing ``replace_run``'s rows)."""
+    from deltalake import DeltaTable, Schema
+    from deltalake.exceptions import DeltaError
+    from deltalake.transaction import CommitProperties, create_table_with_add_actions
+
     adds = _add_actions(table_path, folder)
     rows = sum(json.loads(a.stats)["numRecords"] for a in adds)
 

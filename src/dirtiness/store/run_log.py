@@ -1,58 +1,88 @@
 """What a run records about itself, beside its results: the tables ``explain`` and ``report`` read.
 
-- ``run_relations``: every relation of the rule program, base or derived, the
-  table holding its tuples (``facts/<relation>``, an output table, or none
-  when a derived relation is not written) and how many tuples it has. It is
-  how ``explain`` follows a cause such as ``DirtyCluster(quickstart)`` to the
-  table that explains it, whatever the configuration says today.
-- ``run_rounds``: tuples derived per relation per round of the fixed point.
+- ``runs``: one row per run, its status last (``running``, then
+  ``succeeded``, ``failed`` or ``refused``), with what it read and found.
+- ``run_relations``: every relation of both rule programs, base or derived,
+  the table holding its tuples (``facts/<relation>``, an output table,
+  ``plan_decisions``, or none when a relation is not written) and how many
+  tuples it has. It is how ``explain`` follows a cause such as
+  ``DirtyCluster(quickstart)`` or ``Swapped(db, core)`` to the table that
+  explains it, whatever the configuration says today.
+- ``run_rounds``: tuples derived per relation per round of each program.
 - ``run_stages``: wall-clock seconds per stage of the run.
+
+Every record is a handful of rows written from Arrow (no Spark job), each
+table's columns declared here by name.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import types as T
+import pyarrow as pa
 
 from ..datalog.check import CheckedProgram
 from ..datalog.engine import RoundLog
 from ..model import facts_table
 
-RUN_RELATIONS = T.StructType([
-    T.StructField("relation", T.StringType()),
-    T.StructField("role", T.StringType()),     # base | derived
-    T.StructField("table", T.StringType()),    # under the output root; null: not written
-    T.StructField("tuples", T.LongType()),
+RUNS = pa.schema([
+    ("run_id", pa.string()), ("status", pa.string()),
+    ("started_at", pa.timestamp("us", tz="UTC")), ("finished_at", pa.timestamp("us", tz="UTC")),
+    ("old_snapshot", pa.string()), ("new_snapshot", pa.string()), ("rules", pa.string()),
+    ("rounds", pa.int32()), ("dirty_stmts", pa.int64()), ("dirty_clusters", pa.int64()),
+    ("dirty_schemas", pa.int64()), ("seconds", pa.float64()), ("message", pa.string()),
+    ("strategy", pa.string()), ("forced_schemas", pa.string()),
+    ("old_fingerprint", pa.string()), ("new_fingerprint", pa.string()), ("rules_fingerprint", pa.string()),
+    ("config_fingerprint", pa.string()), ("ddl_operations", pa.int64()), ("dialect", pa.string()),
+    ("plan_rules", pa.string()), ("plan_rounds", pa.int32()),
 ])
-RUN_ROUNDS = T.StructType([
-    T.StructField("round", T.IntegerType()),
-    T.StructField("stratum", T.IntegerType()),
-    T.StructField("relation", T.StringType()),
-    T.StructField("derived", T.LongType()),
-    T.StructField("seconds", T.DoubleType()),
+RUN_RELATIONS = pa.schema([
+    ("relation", pa.string()),
+    ("role", pa.string()),     # base | derived
+    ("table", pa.string()),    # under the output root; null: not written
+    ("tuples", pa.int64()),
+    ("program", pa.string()),  # rules (the dirty rules) | plan (the strategy's rules)
 ])
-RUN_STAGES = T.StructType([
-    T.StructField("position", T.IntegerType()),
-    T.StructField("stage", T.StringType()),
-    T.StructField("seconds", T.DoubleType()),
+RUN_ROUNDS = pa.schema([
+    ("round", pa.int32()), ("stratum", pa.int32()), ("relation", pa.string()), ("derived", pa.int64()),
+    ("seconds", pa.float64()), ("program", pa.string()),
 ])
+RUN_STAGES = pa.schema([("position", pa.int32()), ("stage", pa.string()), ("seconds", pa.float64())])
+PLAN_DECISIONS = "plan_decisions"
 
 
-def relation_rows(checked: CheckedProgram, outputs: dict[str, str], facts: dict[str, int],
-                  rounds: list[RoundLog]) -> list[tuple]:
-    """One row per relation the program uses: base relations first, then derived ones in stratum order."""
+def records(schema: pa.Schema, rows: list[dict]) -> pa.Table:
+    """Rows given by column name as a table of ``schema`` (a column a row leaves out is null)."""
+    return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+
+
+def relation_rows(checked: CheckedProgram, plan_checked: CheckedProgram, outputs: dict[str, str],
+                  facts: dict[str, int], rounds: list[RoundLog], plan_rounds: list[RoundLog]) -> list[dict]:
+    """One row per relation of the dirty rules (base first, then derived in stratum order), then the plan
+    rules' own relations (its base relations that are the dirty sets are the dirty rules' rows)."""
+    rows = [{"relation": name, "role": "base", "table": facts_table(name), "tuples": facts.get(name),
+             "program": "rules"} for name in checked.base]
+    rows += [{"relation": name, "role": "derived", "table": outputs.get(name), "tuples": count, "program": "rules"}
+             for name, count in _derived(checked, rounds).items()]
+    known = {row["relation"] for row in rows}
+    rows += [{"relation": name, "role": "base", "table": None, "tuples": None, "program": "plan"}
+             for name in plan_checked.base if name not in known]
+    rows += [{"relation": name, "role": "derived", "table": PLAN_DECISIONS, "tuples": count, "program": "plan"}
+             for name, count in _derived(plan_checked, plan_rounds).items()]
+    return rows
+
+
+def _derived(checked: CheckedProgram, rounds: list[RoundLog]) -> dict[str, int]:
     derived = {name: 0 for stratum in checked.strata for name in stratum}
     for entry in rounds:
         for name, count in entry.new.items():
             derived[name] += count
-    rows = [(name, "base", facts_table(name), facts.get(name)) for name in checked.base]
-    rows += [(name, "derived", outputs.get(name), count) for name, count in derived.items()]
-    return rows
+    return derived
 
 
-def round_rows(rounds: list[RoundLog]) -> list[tuple]:
-    return [(r.round, r.stratum, relation, count, round(r.seconds, 3))
+def round_rows(rounds: list[RoundLog], program: str) -> list[dict]:
+    return [{"round": r.round, "stratum": r.stratum, "relation": relation, "derived": count,
+             "seconds": round(r.seconds, 3), "program": program}
             for r in rounds for relation, count in r.new.items()]
 
 
-def stage_rows(seconds: dict[str, float]) -> list[tuple]:
-    return [(i, stage, value) for i, (stage, value) in enumerate(seconds.items())]
+def stage_rows(seconds: dict[str, float]) -> list[dict]:
+    return [{"position": i, "stage": stage, "seconds": value} for i, (stage, value) in enumerate(seconds.items())]

@@ -65,7 +65,7 @@ def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
         return data  # a failed or refused run wrote nothing else worth showing
     data.stages = _rows(tables, "run_stages", "position")
     data.relations = _rows(tables, "run_relations")
-    data.rounds = _rows(tables, "run_rounds", "round")
+    data.rounds = [r for r in _rows(tables, "run_rounds", "round") if r.get("program") != "plan"]  # the dirty rules
     data.chart = rounds_chart(data.rounds)
     objects = tables.read("dirty_stmts").drop_columns(["run_id"]).sort_by(
         [("round", "ascending"), *((k, "ascending") for k in KEY)])

@@ -1,0 +1,345 @@
+"""One run, assembled in one place: ``compute`` everything up to the checked plan, then ``publish`` it.
+
+The command line, spark-submit, the benchmark and the tests all run a job
+through here. Compute first, publish last: nothing is written until the plan
+has passed its checks. Every Spark job a run pays for is one of these:
+
+=========  ================================================================
+load       table-form snapshots: validated and counted (documents: none)
+sql        every statement of both snapshots parsed (when any has SQL)
+facts      the base facts of both rule programs, their dictionaries and
+           interned relations, the static parts of their rules and the
+           input checks, held together
+fixpoint   one job a round of the dirty rules
+plan       one job a round of the strategy's rules, one a dependency layer,
+           one for the plan rows (with the dirty sets and the plan's
+           decisions by name), one for every check of the plan
+=========  ================================================================
+
+A small catalog holds everything as local relations (rows on the driver,
+at most ``local_rows`` at a time), a large one as checkpointed blocks; the
+session computes with ``spark.compute_conf`` (and ``small_catalog_conf``)
+and gets its own settings back afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .changeset.base_facts import extract_base_facts
+from .changeset.diff import changed_stmt
+from .changeset.dirty_sets import column_names, dirty_table, named_outputs, object_attributes
+from .changeset.interning import dictionary, fact_columns, facts_union, interned, object_names
+from .datalog.compile import tuple_columns
+from .datalog.engine import Evaluation, Program, RoundLog
+from .datalog.holding import Batch, Hold, concat, local_batch
+from .errors import InputError
+from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
+from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
+from .model import BY_NAME, DIRTY_SETS, KEY, PLAN_BY_NAME
+from .plan import planner
+from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
+from .plan.decisions import decision_rows, inherited, reason_columns
+from .plan.facts import deployed_objects, plan_facts
+from .plan.operations import Planning, deploy_suffix
+from .plan.statements import render
+from .plan.steps import layered
+from .session import session_settings
+from .settings import RunSettings
+
+log = logging.getLogger("dirtiness")
+
+
+@dataclass
+class Hooks:
+    """Calls into a run as it goes: the CLI logs rounds, tests inject failures, the benchmark counts jobs."""
+
+    on_stage: Callable[[str], None] | None = None       # each stage's name as it starts; "write:<table>" too
+    on_round: Callable[[RoundLog], None] | None = None  # each round of a fixed point as it ends
+
+
+@dataclass
+class RunResult:
+    """Everything a run computed and checked, not yet written: what ``publish`` writes."""
+
+    settings: RunSettings
+    started_at: dt.datetime
+    facts: dict[str, Batch] = field(default_factory=dict)     # base relation -> its facts-table rows
+    tables: dict[str, Batch] = field(default_factory=dict)    # output table -> dirty rows
+    plan: Batch | None = None                                 # the checked ddl_plan rows
+    decisions: Batch | None = None                            # plan_decisions rows
+    report: PlanReport | None = None                          # the plan's checks and figures
+    context: PlanContext | None = None                        # what the checks read beside the plan rows
+    rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
+    plan_rounds: list[RoundLog] = field(default_factory=list)  # the strategy's rules' rounds
+    seconds: dict[str, float] = field(default_factory=dict)    # wall seconds per compute stage
+    evaluation: Evaluation | None = None                       # the dirty rules' fixed point
+    plan_evaluation: Evaluation | None = None                  # the strategy's rules' fixed point
+    small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
+
+    @property
+    def phases(self) -> dict[str, int]:
+        return self.report.phases if self.report else {}
+
+    def release(self) -> None:
+        """A long-lived session (notebook, job cluster) must not keep a run's data."""
+        import gc
+
+        self.evaluation = self.plan_evaluation = None
+        gc.collect()  # py4j frees a Java object only once its Python proxy is collected
+
+
+def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = None,
+            started_at: dt.datetime | None = None) -> RunResult:
+    """Everything up to the checked plan; nothing is written.
+
+    A run that fails or is refused here (bad input, a broken plan, the
+    destructive guard) has computed nothing anybody can see.
+    """
+    hooks = hooks or Hooks()
+    clock = Stages(hooks.on_stage)
+    result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
+                       seconds=clock.seconds)
+    with clock("load"):
+        loaded = load_snapshots(spark, settings.inputs)
+    result.small_catalog = bool(settings.small_catalog_objects and loaded.objects <= settings.small_catalog_objects)
+    conf = {**settings.compute_conf, **(settings.small_catalog_conf if result.small_catalog else {})}
+    if result.small_catalog:
+        log.info("small catalog (%d objects): computed with %s", loaded.objects, settings.small_catalog_conf)
+    with session_settings(spark, conf):
+        run = _Run(settings, spark, hooks, clock, result)
+        run.compute(loaded.old, loaded.new)
+    return result
+
+
+class _Run:
+    """The stages of one ``compute``, in order; each holds what the next reads.
+
+    Spark analyses a query's whole tree for every step that builds it and
+    pays for every join it runs, so each hold reads held frames and the
+    relations of both programs travel together, as one frame.
+    """
+
+    def __init__(self, settings: RunSettings, spark: SparkSession, hooks: Hooks, clock: "Stages",
+                 result: RunResult) -> None:
+        self.settings, self.spark, self.hooks, self.clock, self.result = settings, spark, hooks, clock, result
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        self.holding = replace(settings.holding, partitions=partitions)
+        self.small = result.small_catalog
+        self.dirty = Program(settings.checked, self.holding, "dirty")
+        self.plan = Program(settings.plan_checked, self.holding, "plan")
+
+    def hold(self, frames: dict) -> dict[str, Batch]:
+        return self.holding.hold_all(frames, try_local=self.small)
+
+    def compute(self, old: Snapshot, new: Snapshot) -> None:
+        with self.clock("sql"):
+            analysis = self.statements(old, new)
+        with self.clock("facts"):
+            old, new, changed = self.resolved(old, new, analysis)
+            base, dictionary = self.facts(old, new, changed)
+        with self.clock("fixpoint"):
+            dirty = self.result.evaluation = self.dirty.evaluate(
+                {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds))
+        with self.clock("plan"):
+            self.planned(old, new, changed, base, dictionary, dirty)
+
+    def _on_round(self, rounds: list[RoundLog]) -> Callable[[RoundLog], None]:
+        def on_round(entry: RoundLog) -> None:
+            rounds.append(entry)
+            grown = ", ".join(f"+{n} {rel}" for rel, n in entry.new.items())
+            log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
+            if self.hooks.on_round:
+                self.hooks.on_round(entry)
+        return on_round
+
+    def statements(self, old: Snapshot, new: Snapshot) -> DataFrame:
+        """Every statement of both snapshots parsed, in Arrow batches where the rows are: on the driver for
+        documents (no Python worker, no job), by Spark for table-form snapshots (one job)."""
+        inputs, with_sql = self.settings.inputs, statements_to_analyse({"old": old, "new": new})
+        if all(isinstance(given, Document) for given in inputs.values()):
+            rows = [(side, *o[:4], o[7]) for side, given in inputs.items() for o in given.objects if o[7] is not None]
+            if not rows:  # no statement to parse
+                return self.spark.createDataFrame([], ANALYSIS)
+            held = local_batch(self.spark, rows, with_sql.schema)
+        else:
+            held = Batch(with_sql, None)
+        analysed = self.holding.map_arrow(held, analyser(self.settings.sql.dialect), ANALYSIS)
+        return analysed.frame if analysed.local else self.holding.hold(analysed.frame, try_local=self.small).frame
+
+    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> tuple[Snapshot, Snapshot, DataFrame]:
+        """Both snapshots resolved against their SQL, the diff, and every input check: one hold."""
+        settings = self.settings
+        external = list(settings.external_databases)
+        sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
+                 "old": resolve_statements(old, analysis, settings.sql, external, side="old")}
+        problems, warnings = {}, {}
+        for side, resolved in sides.items():
+            where = f"{resolved.snapshot.path} ({side} project)"
+            problems.update({f"{where}: {{total}} {p}": frame for p, frame in resolved.problems.items()})
+            warnings.update({f"{where}: {{total}} {p}": frame for p, frame in resolved.warnings.items()})
+        forced = _absent_forced_schemas(self.spark, sides["new"].snapshot, list(settings.forced))
+        if forced is not None:
+            problems["--forced-schema"] = forced
+        old, new = sides["old"].snapshot, sides["new"].snapshot
+        checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
+        held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
+                          **_snapshot_frames("new", new), **checks})
+        self._raise(held.get("checks"), problems, warnings)
+        return _snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame
+
+    def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame]:
+        """The base facts of both programs as one frame with their dictionary (one hold), interned (one
+        hold), and the static parts of both programs' rules (one hold)."""
+        settings = self.settings
+        dirty_facts = extract_base_facts(self.spark, old, new, changed, list(settings.forced))
+        plan_facts_ = {n: f for n, f in plan_facts(self.spark, old, new, changed, settings.dialect).items()
+                       if n not in dirty_facts}
+        relations = {**BY_NAME, **{n: PLAN_BY_NAME[n] for n in plan_facts_}}
+        facts = facts_union({**dirty_facts, **plan_facts_}, relations)
+        named_ = self.hold({"facts": Hold(facts, split="relation"),
+                            "dictionary": dictionary(facts, relations, set(dirty_facts), settings.interning_buckets)})
+        held_facts, dictionary_ = named_["facts"], named_["dictionary"].frame
+        self.result.facts = {n: held_facts.part("relation", n, fact_columns(BY_NAME[n])) for n in dirty_facts}
+        ids = self.hold({"interned": Hold(interned(held_facts.frame, dictionary_, relations), split="relation")})
+        base = {n: ids["interned"].part("relation", n, tuple_columns(len(r.columns))) for n, r in relations.items()}
+        self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
+                                 **self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
+                                                              if n in base})})
+        return base, dictionary_
+
+    def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
+        """The input checks read back: a warning logged, the first problem raised (exit 2)."""
+        if checks is None:
+            return
+        rows = [dict(zip(checks.columns, r)) for r in checks.rows] if checks.local else checks.frame.collect()
+        found = read_problems(rows, {**problems, **warnings})
+        for line, (details, total) in found.items():
+            if line in warnings:
+                log.warning("%s (warning: the plan orders by both)", _problem_line(line, details, total))
+        for line, (details, total) in found.items():
+            if line in problems:
+                if line == "--forced-schema":
+                    raise InputError(f"--forced-schema {', '.join(sorted(details))}: no such schema in the new "
+                                     f"project ({self.settings.new})")
+                raise InputError(_problem_line(line, details, total))
+
+    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, base: dict[str, Batch],
+                dictionary_: DataFrame, dirty: Evaluation) -> None:
+        """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
+        (one job), their statements, then every check of the plan (one job)."""
+        settings, result = self.settings, self.result
+        inputs = {relation: dirty.tuples[settings.dirty_relation(table)] for relation, table in DIRTY_SETS.items()}
+        plan_base = {n: base[n] for n in settings.plan_checked.base if n in base}
+        decided = result.plan_evaluation = self.plan.evaluate({**plan_base, **inputs}, self.static,
+                                                              self._on_round(result.plan_rounds))
+        steps = self.steps(base, decided, dictionary_)
+        attributes = object_attributes(old.objects, new.objects, changed)
+        outputs = named_outputs({"rules": (settings.checked, dirty), "plan": (settings.plan_checked, decided)},
+                                dictionary_, attributes, extra=reason_columns(settings.plan_checked))
+        held = self.hold({"outputs": Hold(inherited(outputs, settings.plan_checked), split="relation"),
+                          "steps": steps.frame.join(object_names(dictionary_), "id").select("group", *KEY, "step")})
+        result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
+                         for relation, table in settings.outputs.items()}
+        result.decisions = decision_rows(held["outputs"])
+        deployed = deployed_objects(old, new, changed)
+        planning = Planning(
+            decisions=result.decisions,
+            keys={r: [c for cols in column_names(d) for c in cols] for r, d in settings.plan_checked.derived.items()},
+            steps=held["steps"].frame, deployed=deployed,
+            new=new.objects.select(*KEY, "kind", "cluster", "replacement", "sql").join(
+                changed.select(*KEY, "change"), list(KEY), "left"),
+            dependencies=new.dependencies, indexes=new.indexes, dialect=settings.dialect,
+            suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), verbatim_kinds=settings.sql.verbatim_kinds)
+        rows, moved = planner.build_plan(planning, settings.strategy)
+        held = self.hold({"rows": rows, "moved": moved})
+        plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
+        context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
+                              dirty_stmts=result.tables["dirty_stmts"].frame, strategy=settings.strategy,
+                              max_identifier_length=settings.dialect.max_identifier_length)
+        checks, invariants = plan_checks(plan.frame, context)
+        result.report = plan_report(checks.collect(), invariants)
+        result.report.enforce(settings.allow_destructive)
+        result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
+
+    def steps(self, base: dict[str, Batch], decided: Evaluation, dictionary_: DataFrame) -> Batch:
+        """``group, id, step`` of every object a phase orders by dependency."""
+        reads = base["Reads"].frame
+        edges = {"depends_on": base["DependsOn"].frame,
+                 "reads_reversed": reads.select(F.col("c1").alias("c0"), F.col("c0").alias("c1"))}
+        groups = {group: (concat([decided.tuples[r] for r in relations], decided.tuples[relations[0]].schema,
+                                 self.spark).frame, edges[order])
+                  for group, (relations, order) in planner.GROUPS[self.settings.strategy].items()}
+        return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
+
+
+def _snapshot_frames(side: str, snapshot: Snapshot) -> dict[str, DataFrame]:
+    return {f"{side}:objects": snapshot.objects, f"{side}:dependencies": snapshot.dependencies,
+            f"{side}:indexes": snapshot.indexes}
+
+
+def _snapshot_of(held: dict[str, Batch], side: str, path: str) -> Snapshot:
+    return Snapshot(path, held[f"{side}:objects"].frame, held[f"{side}:dependencies"].frame,
+                    held[f"{side}:indexes"].frame)
+
+
+def _problem_line(line: str, details: list[str], total: int) -> str:
+    from .errors import summarize
+
+    return summarize(details, line.replace("{total}", str(total)), total=total)
+
+
+def _absent_forced_schemas(spark: SparkSession, new: Snapshot, forced: list[tuple[str, str]]) -> DataFrame | None:
+    if not forced:
+        return None
+    wanted = spark.createDataFrame(sorted(set(forced)), "database string, schema string")
+    return (wanted.join(new.objects.select("database", "schema"), ["database", "schema"], "left_anti")
+            .select(F.concat_ws(".", "database", "schema").alias("detail")))
+
+
+class Stages:
+    """Wall-clock seconds per named stage: ``with clock("load"): ...``."""
+
+    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
+        self.seconds: dict[str, float] = {}
+        self.on_stage = on_stage
+
+    def enter(self, name: str) -> None:
+        if self.on_stage:
+            self.on_stage(name)
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        self.enter(name)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - started, 3)
+
+
+def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) -> dict:
+    """``compute`` then ``publish``; a failure at any point leaves a ``failed`` (or ``refused``) row."""
+    from .publish import publish, record_failure
+    from .store.delta import DeltaStore, choose_backend
+
+    store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
+    started_at = dt.datetime.now(dt.timezone.utc)
+    try:
+        result = compute(settings, spark, hooks, started_at)
+    except Exception as error:
+        record_failure(store, settings, started_at, error)
+        raise
+    try:
+        return publish(result, store, hooks)
+    finally:
+        result.release()
+

@@ -1,0 +1,148 @@
+"""Publishing a computed run: its tables, its records and, last, its ``runs`` row.
+
+Outputs are tagged with the run id; the row in ``runs`` comes last, so a
+reader that follows ``runs`` only ever sees finished runs. A failure leaves
+a ``failed`` (or ``refused``) row with the one-line reason, and publishing
+again (a retry with the same run id) replaces everything the failed attempt
+wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+
+from .errors import PolicyError
+from .model import BY_NAME
+from .pipeline import Hooks, RunResult, Stages
+from .settings import FINGERPRINTS, RunSettings
+from .store.delta import DeltaStore
+from .store.run_log import (
+    PLAN_DECISIONS,
+    RUN_RELATIONS,
+    RUN_ROUNDS,
+    RUN_STAGES,
+    RUNS,
+    records,
+    relation_rows,
+    round_rows,
+    stage_rows,
+)
+
+log = logging.getLogger("dirtiness")
+
+
+def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
+    """Write a computed run's tables, its records and, last, its ``runs`` row; returns the summary."""
+    settings, run_id = result.settings, result.settings.run_id
+    clock = Stages((hooks or Hooks()).on_stage)
+
+    def write(table: str, rows) -> int:
+        clock.enter(f"write:{table}")
+        return store.replace_run(table, rows, run_id)
+
+    try:
+        with clock("write"):
+            store.replace_run("runs", records(RUNS, [runs_row(settings, "running", result.started_at)]), run_id)
+            facts_written = {name: write(f"facts/{BY_NAME[name].table}", batch) for name, batch in result.facts.items()}
+            counts = {table: write(table, batch) for table, batch in result.tables.items()}
+            counts["ddl_plan"] = write("ddl_plan", result.plan)
+            write(PLAN_DECISIONS, result.decisions)
+            write("run_relations", records(RUN_RELATIONS, relation_rows(
+                settings.checked, settings.plan_checked, settings.outputs, facts_written, result.rounds,
+                result.plan_rounds)))
+            write("run_rounds", records(RUN_ROUNDS, round_rows(result.rounds, "rules")
+                                        + round_rows(result.plan_rounds, "plan")))
+        seconds = {**result.seconds, **clock.seconds}
+        finished_at = dt.datetime.now(dt.timezone.utc)
+        with clock("publish"):
+            write("run_stages", records(RUN_STAGES, stage_rows(seconds)))
+            row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
+                           plan_rounds=len(result.plan_rounds), counts=counts)
+            store.replace_run("runs", records(RUNS, [row]), run_id)
+    except Exception as error:
+        record_failure(store, settings, result.started_at, error)
+        raise
+    seconds["publish"] = clock.seconds["publish"]
+    report = result.report
+    return {
+        "run_id": run_id,
+        "status": "succeeded",
+        "out": os.path.abspath(settings.out),
+        "rules": settings.checked.path,
+        "plan_rules": settings.plan_checked.path,
+        "strategy": settings.strategy,
+        "delta_backend": store.backend,
+        "small_catalog": result.small_catalog,
+        "counts": counts,
+        "plan": result.phases,
+        "needing_attention": report.needing_attention,
+        "verbatim": report.verbatim,
+        "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
+        "fingerprints": settings.fingerprints,
+        "rounds": len(result.rounds),
+        "round_log": [{"round": r.round, "stratum": r.stratum, "new": r.new, "seconds": round(r.seconds, 3)}
+                      for r in result.rounds],
+        "plan_rounds": len(result.plan_rounds),
+        "seconds": {**seconds, "total": round(sum(seconds.values()), 3)},
+    }
+
+
+def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: Exception) -> None:
+    """Best effort: a ``failed`` (or ``refused``) row with the one-line reason; never hides the error."""
+    status = "refused" if isinstance(error, PolicyError) else "failed"
+    message = " ".join(str(error).split())[:2000] or type(error).__name__
+    try:
+        row = runs_row(settings, status, started_at, dt.datetime.now(dt.timezone.utc), message)
+        store.replace_run("runs", records(RUNS, [row]), settings.run_id)
+    except Exception as secondary:  # noqa: BLE001 - the original error is what the caller must see
+        log.warning("could not record the failed run: %s", secondary)
+
+
+def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
+             rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None) -> dict:
+    """The ``runs`` row of a run, by column."""
+    counts = counts or {}
+    return {
+        "run_id": settings.run_id, "status": status, "started_at": started_at, "finished_at": finished_at,
+        "old_snapshot": settings.old, "new_snapshot": settings.new, "rules": settings.checked.path,
+        "rounds": rounds, "dirty_stmts": counts.get("dirty_stmts"), "dirty_clusters": counts.get("dirty_clusters"),
+        "dirty_schemas": counts.get("dirty_schemas"),
+        "seconds": round((finished_at - started_at).total_seconds(), 3) if finished_at else None,
+        "message": message, "strategy": settings.strategy,
+        "forced_schemas": ",".join(f"{d}.{s}" for d, s in settings.forced) or None,
+        **{k: settings.fingerprints[k] for k in FINGERPRINTS},
+        "ddl_operations": counts.get("ddl_plan"), "dialect": settings.dialect.name,
+        "plan_rules": settings.plan_checked.path, "plan_rounds": plan_rounds,
+    }
+
+
+def latest_succeeded(store: DeltaStore) -> dict | None:
+    """The ``runs`` row of the latest succeeded run under the output root, if any."""
+    if not store.exists("runs"):
+        return None
+    rows = [r for r in store.rows("runs") if r["status"] == "succeeded"]
+    return max(rows, key=lambda r: (r["finished_at"], r["run_id"])) if rows else None
+
+
+def format_summary(summary: dict) -> str:
+    counts = {t: n for t, n in summary["counts"].items() if t != "ddl_plan"}
+    stages = ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items() if k != "total")
+    phases = ", ".join(f"{n} {p}" for p, n in summary["plan"].items()) or "nothing to do"
+    lines = [
+        f"run {summary['run_id']}: {summary['status']} in {summary['seconds']['total']:.1f} s",
+        "  dirty: " + ", ".join(f"{n} {t}" for t, n in counts.items()),
+        f"  plan ({summary['strategy']}): {summary['counts'].get('ddl_plan', 0)} operations: {phases}",
+        f"  base facts: {sum(summary['facts'].values())} rows in {len(summary['facts'])} relations",
+        f"  rules: {summary['rules']} ({summary['rounds']} rounds to the fixed point), "
+        f"{summary['plan_rules']} ({summary['plan_rounds']} rounds)",
+        f"  stages: {stages}",
+        f"  tables: {summary['out']} ({summary['delta_backend']} backend)",
+    ]
+    if summary.get("needing_attention"):
+        lines.append("  needing attention (dirty, not redeployed by blue-green): "
+                     + ", ".join(summary["needing_attention"]))
+    if summary.get("verbatim"):
+        lines.append("  statements carried verbatim (not qualified or rewritten): " + ", ".join(summary["verbatim"]))
+    return "\n".join(lines)
