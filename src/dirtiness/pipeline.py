@@ -47,7 +47,7 @@ from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshot
 from .model import BY_NAME, DIRTY_SETS, KEY, PLAN_BY_NAME
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
-from .plan.decisions import decision_rows, inherited, reason_columns
+from .plan.decisions import decision_rows, reason_columns
 from .plan.facts import deployed_objects, plan_facts
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
@@ -144,13 +144,13 @@ class _Run:
         with self.clock("sql"):
             analysis = self.statements(old, new)
         with self.clock("facts"):
-            old, new, changed = self.resolved(old, new, analysis)
+            old, new, changed, deployed, planned_new = self.resolved(old, new, analysis)
             base, dictionary = self.facts(old, new, changed)
         with self.clock("fixpoint"):
             dirty = self.result.evaluation = self.dirty.evaluate(
                 {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds))
         with self.clock("plan"):
-            self.planned(old, new, changed, base, dictionary, dirty)
+            self.planned(old, new, changed, deployed, planned_new, base, dictionary, dirty)
 
     def _on_round(self, rounds: list[RoundLog]) -> Callable[[RoundLog], None]:
         def on_round(entry: RoundLog) -> None:
@@ -175,8 +175,9 @@ class _Run:
         analysed = self.holding.map_arrow(held, analyser(self.settings.sql.dialect), ANALYSIS)
         return analysed.frame if analysed.local else self.holding.hold(analysed.frame, try_local=self.small).frame
 
-    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> tuple[Snapshot, Snapshot, DataFrame]:
-        """Both snapshots resolved against their SQL, the diff, and every input check: one hold."""
+    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame):
+        """Both snapshots resolved against their SQL, the diff, what is deployed, and every input check:
+        one hold."""
         settings = self.settings
         external = list(settings.external_databases)
         sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
@@ -191,25 +192,30 @@ class _Run:
             problems["--forced-schema"] = forced
         old, new = sides["old"].snapshot, sides["new"].snapshot
         checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
-        held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
-                          **_snapshot_frames("new", new), **checks})
+        changed = changed_stmt(old.objects, new.objects)
+        planned_new = new.objects.select(*KEY, "kind", "cluster", "replacement", "sql").join(
+            changed.select(*KEY, "change"), list(KEY), "left")  # what the plan reads of the new project
+        held = self.hold({"changed": changed, "deployed": deployed_objects(old, new, changed), "new": planned_new,
+                          **_snapshot_frames("old", old), **_snapshot_frames("new", new), **checks})
         self._raise(held.get("checks"), problems, warnings)
-        return _snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame
+        return (_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame,
+                held["deployed"].frame, held["new"].frame)
 
     def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame]:
-        """The base facts of both programs as one frame with their dictionary (one hold), interned (one
-        hold), and the static parts of both programs' rules (one hold)."""
+        """The base facts of both programs as one frame (one hold), their dictionary and the facts as ids
+        (one hold), and the static parts of both programs' rules (one hold)."""
         settings = self.settings
         dirty_facts = extract_base_facts(self.spark, old, new, changed, list(settings.forced))
         plan_facts_ = {n: f for n, f in plan_facts(self.spark, old, new, changed, settings.dialect).items()
                        if n not in dirty_facts}
         relations = {**BY_NAME, **{n: PLAN_BY_NAME[n] for n in plan_facts_}}
-        facts = facts_union({**dirty_facts, **plan_facts_}, relations)
-        named_ = self.hold({"facts": Hold(facts, split="relation"),
-                            "dictionary": dictionary(facts, relations, set(dirty_facts), settings.interning_buckets)})
-        held_facts, dictionary_ = named_["facts"], named_["dictionary"].frame
+        held_facts = self.hold({"facts": Hold(facts_union({**dirty_facts, **plan_facts_}, relations),
+                                              split="relation")})["facts"]
         self.result.facts = {n: held_facts.part("relation", n, fact_columns(BY_NAME[n])) for n in dirty_facts}
-        ids = self.hold({"interned": Hold(interned(held_facts.frame, dictionary_, relations), split="relation")})
+        keys = dictionary(held_facts.frame, relations, set(dirty_facts), settings.interning_buckets)
+        ids = self.hold({"dictionary": keys, "interned": Hold(interned(held_facts.frame, keys, relations),
+                                                              split="relation")})
+        dictionary_ = ids["dictionary"].frame
         base = {n: ids["interned"].part("relation", n, tuple_columns(len(r.columns))) for n, r in relations.items()}
         self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
                                  **self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
@@ -232,8 +238,8 @@ class _Run:
                                      f"project ({self.settings.new})")
                 raise InputError(_problem_line(line, details, total))
 
-    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, base: dict[str, Batch],
-                dictionary_: DataFrame, dirty: Evaluation) -> None:
+    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, deployed: DataFrame, planned_new: DataFrame,
+                base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
         (one job), their statements, then every check of the plan (one job)."""
         settings, result = self.settings, self.result
@@ -245,18 +251,15 @@ class _Run:
         attributes = object_attributes(old.objects, new.objects, changed)
         outputs = named_outputs({"rules": (settings.checked, dirty), "plan": (settings.plan_checked, decided)},
                                 dictionary_, attributes, extra=reason_columns(settings.plan_checked))
-        held = self.hold({"outputs": Hold(inherited(outputs, settings.plan_checked), split="relation"),
+        held = self.hold({"outputs": Hold(outputs, split="relation"),
                           "steps": steps.frame.join(object_names(dictionary_), "id").select("group", *KEY, "step")})
         result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
                          for relation, table in settings.outputs.items()}
         result.decisions = decision_rows(held["outputs"])
-        deployed = deployed_objects(old, new, changed)
         planning = Planning(
             decisions=result.decisions,
             keys={r: [c for cols in column_names(d) for c in cols] for r, d in settings.plan_checked.derived.items()},
-            steps=held["steps"].frame, deployed=deployed,
-            new=new.objects.select(*KEY, "kind", "cluster", "replacement", "sql").join(
-                changed.select(*KEY, "change"), list(KEY), "left"),
+            steps=held["steps"].frame, deployed=deployed, new=planned_new,
             dependencies=new.dependencies, indexes=new.indexes, dialect=settings.dialect,
             suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), verbatim_kinds=settings.sql.verbatim_kinds)
         rows, moved = planner.build_plan(planning, settings.strategy)

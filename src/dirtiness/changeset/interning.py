@@ -91,13 +91,12 @@ def _map(values: dict) -> Column:
 
 def dictionary(facts: DataFrame, relations: dict[str, BaseRelation], first: set[str], buckets: int) -> DataFrame:
     """``kind, p0, p1, p2, id`` of every key of ``facts``; keys of the ``first`` relations rank first."""
-    keys = []
-    for position in range(WIDTH):
-        kind, parts = _layout(relations, position)
-        program = F.when(F.col("relation").isin(*first), F.lit(0)).otherwise(F.lit(1))
-        keys.append(facts.select(kind.alias("kind"), *(p.alias(n) for p, n in zip(parts, PARTS)),
-                                 program.alias("program")).where(F.col("kind").isNotNull()))
-    distinct = reduce(DataFrame.unionByName, keys).groupBy("kind", *PARTS).agg(F.min("program").alias("program"))
+    program = F.when(F.col("relation").isin(*first), F.lit(0)).otherwise(F.lit(1))
+    positions = [_layout(relations, position) for position in range(WIDTH)]
+    keys = facts.select(F.explode(F.array(*(
+        F.struct(kind.alias("kind"), *(p.alias(n) for p, n in zip(parts, PARTS)), program.alias("program"))
+        for kind, parts in positions))).alias("key")).select("key.*").where(F.col("kind").isNotNull())
+    distinct = keys.groupBy("kind", *PARTS).agg(F.min("program").alias("program"))
     bucket = F.when(F.col("kind") == OBJECT_DOMAIN, F.pmod(F.xxhash64(*PARTS), F.lit(buckets))).otherwise(
         F.pmod(F.xxhash64("p0"), F.lit(buckets)))
     rank = F.row_number().over(Window.partitionBy("kind", "bucket").orderBy("program", *PARTS)) - 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from typing import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -30,22 +31,24 @@ PART = "_part"
 class Batch:
     """Materialized tuples: local rows or checkpointed blocks, with their exact count.
 
-    A local batch makes its frame (a local relation) only when something reads it: a run splits and
-    projects many batches it only ever writes or reads row by row, and each frame made costs a call into
-    the JVM.
+    A local batch makes its frame only when something reads it, and a part of one (``part``,
+    ``project``) is a view of its frame, not a local relation of its own: a run splits and projects many
+    batches it only ever writes or reads row by row, and each local relation made costs dozens of calls
+    into the JVM.
     """
 
     def __init__(self, frame: DataFrame | None, count: int | None, rows: list[tuple] | None = None,
                  counts: dict | None = None, schema: T.StructType | None = None,
-                 spark: SparkSession | None = None) -> None:
+                 spark: SparkSession | None = None, derive: Callable[[], DataFrame] | None = None) -> None:
         self._frame, self.count, self.rows, self.counts = frame, count, rows, counts
         self.schema = schema if schema is not None else frame.schema
         self._spark = spark if spark is not None else frame.sparkSession
+        self._derive = derive
 
     @property
     def frame(self) -> DataFrame:
         if self._frame is None:
-            self._frame = local_frame(self._spark, self.rows, self.schema)
+            self._frame = self._derive() if self._derive else local_frame(self._spark, self.rows, self.schema)
         return self._frame
 
     @property
@@ -75,8 +78,12 @@ class Batch:
         picked = [names.index(c) for c in renamed.values()]
         schema = T.StructType([T.StructField(name, self.schema[source].dataType, True)
                                for name, source in renamed.items()])
-        return local_batch(self._spark, [tuple(r[i] for i in picked) for r in self.rows
-                                         if at is None or r[at] == value], schema)
+        rows = [tuple(r[i] for i in picked) for r in self.rows if at is None or r[at] == value]
+
+        def view() -> DataFrame:
+            frame = self.frame if by is None else self.frame.where(F.col(by) == F.lit(value))
+            return frame.select(*(F.col(source).alias(name) for name, source in renamed.items()))
+        return Batch(None, len(rows), rows, schema=schema, spark=self._spark, derive=view)
 
     def project(self, columns: list[str]) -> "Batch":
         """The same tuples, fewer columns (the rows are not deduplicated)."""
@@ -118,7 +125,10 @@ def concat(batches: list[Batch], schema: T.StructType, spark: SparkSession) -> B
     if not batches:
         return local_batch(spark, [], schema)
     if all(b.local for b in batches):
-        return local_batch(spark, [r for b in batches for r in b.rows], schema)
+        if len(batches) == 1:
+            return batches[0]
+        return Batch(None, sum(b.count for b in batches), [r for b in batches for r in b.rows], schema=schema,
+                     spark=spark, derive=lambda: reduce(DataFrame.unionByName, [b.frame for b in batches]))
     counts = [b.count for b in batches]
     return Batch(reduce(DataFrame.unionByName, [b.frame for b in batches]),
                  None if None in counts else sum(counts))

@@ -2,11 +2,12 @@
 
 A decision's reason is its rule's quoted reason, with ``{Var}`` filled from
 the cause (``reads {P}, which the plan removes`` becomes ``reads
-db.core.clean, which the plan removes``); a rule without one passes on the
-reason of its cause (a staged object is staged for the reason it is
-redeployed). The ``plan_decisions`` table holds every decision of a run with
-its rule, cause, round and reason, so ``explain`` can walk a plan decision
-back to the change behind it, through the dirty sets.
+db.core.clean, which the plan removes``); a rule without one gives none of
+its own (its cause says why: a staged object is staged because it is
+redeployed, and the plan row gives the reason it is redeployed). The
+``plan_decisions`` table holds every decision of a run with its rule, cause,
+round and reason, so ``explain`` can walk a plan decision back to the change
+behind it, through the dirty sets.
 """
 
 from __future__ import annotations
@@ -49,43 +50,6 @@ def reason_columns(checked: CheckedProgram) -> dict[str, Column]:
         for name, source in picked.items():
             key[name] = F.when(mine, F.col(source)).otherwise(key[name])
     return {"reason": reason, **key}
-
-
-def inherited(named: DataFrame, checked: CheckedProgram) -> DataFrame:
-    """``named`` with the reasons its rules without one pass on from their causes (as deep as the program's
-    rules pass them on), for the plan's tuples."""
-    arity = {r: len(checked.domains(r)) for r in (*checked.base, *checked.derived)}
-    width = max(len(d) for d in checked.derived.values())
-    cause_width = checked.max_arity
-
-    def key(prefix: str, count: int, relation: str) -> Column:
-        length = F.element_at(F.create_map(*(x for r, n in arity.items() for x in (F.lit(r), F.lit(n)))),
-                              F.col(relation))
-        return F.slice(F.array(*(F.col(f"{prefix}{i}") for i in range(count))), F.lit(1), length)
-
-    frame = named.withColumn("_own", key("c", width, "relation")).withColumn("_cause", key("k", cause_width, "cause_rel"))
-    for _ in range(_depth(checked)):
-        known = frame.where((F.col("program") == PROGRAM) & F.col("reason").isNotNull()).select(
-            F.col("relation").alias("_from"), F.col("_own").alias("_from_key"), F.col("reason").alias("_inherited"))
-        frame = (frame.join(known, (F.col("program") == PROGRAM) & F.col("reason").isNull()
-                            & (F.col("cause_rel") == F.col("_from")) & (F.col("_cause") == F.col("_from_key")), "left")
-                 .withColumn("reason", F.coalesce("reason", "_inherited")).drop("_from", "_from_key", "_inherited"))
-    return frame.drop("_own", "_cause")
-
-
-def _depth(checked: CheckedProgram) -> int:
-    """How many times a reason is passed on at most: the longest chain of rules without a reason, each
-    caused by a relation of the program (bounded by the number of relations, for cycles)."""
-    passes: dict[str, set[str]] = {r: set() for r in checked.derived}
-    for rule in checked.rules:
-        if rule.reason is None:
-            passes[rule.head.relation] |= {rule.body[at].relation for at in checked.cause_atoms(rule)
-                                           if rule.body[at].relation in checked.derived}
-    depth: dict[str, int] = {r: 0 for r in passes}
-    for _ in range(len(passes)):
-        for relation, sources in passes.items():
-            depth[relation] = max([depth[relation], *(depth[s] + 1 for s in sources if s != relation)])
-    return min(max(depth.values(), default=0), len(passes))
 
 
 def decision_rows(outputs: Batch) -> Batch:

@@ -38,7 +38,9 @@ def in_place_plan(p: Planning) -> tuple[DataFrame, DataFrame]:
     last = dropped.groupBy("database").agg((F.max("step") + 1).alias("step"))
     emptied = p.decided("EmptiedSchema", False).join(last, "database", "left").withColumn(
         "step", F.coalesce("step", F.lit(0)))
-    setup = p.stepped("setup", p.decided("Created").join(p.new, list(KEY)))
+    why_dropped = p.decided("Dropped").select(*KEY, F.col("reason").alias("dropped_reason"))
+    setup = p.stepped("setup", p.decided("Created").join(why_dropped, list(KEY), "left")
+                      .withColumn("reason", F.coalesce("reason", "dropped_reason")).join(p.new, list(KEY)))
     parts = [
         teardown,
         operations(emptied, "teardown", 1, "DROP", "schema", step=F.col("step"), target_schema=F.col("schema"),

@@ -60,9 +60,9 @@ class Planning:
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
 
     def decided(self, relation: str, with_reason: bool = True) -> DataFrame:
-        """A plan relation's tuples by name (its key columns), with their reason."""
+        """A plan relation's tuples by name (its key columns), with their reason: a view of the decisions."""
         columns = [*self.keys[relation], *(["reason"] if with_reason else [])]
-        return self.decisions.part("relation", relation, columns).frame
+        return self.decisions.frame.where(F.col("relation") == relation).select(*columns)
 
     def stepped(self, group: str, frame: DataFrame) -> DataFrame:
         """``frame`` (objects) with the step of each in ``group``."""
