@@ -12,7 +12,7 @@ AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup airflow system run test bench clean
+.PHONY: setup airflow system run test check bench clean
 
 setup: $(STAMP)
 
@@ -47,8 +47,14 @@ run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
 		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
 
+# Everything, with the real parts, in two workers: the tests that share the SparkSession in one,
+# those that start their own processes beside them.
 test: setup airflow system
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The fast tier for the inner loop: the pure-Python tests, no Spark session (seconds).
+check: setup
+	$(BIN)/python -m pytest -m "not spark"
 
 # Synthetic catalogs at 10k, 100k and 1M objects; one JSON line of figures each.
 bench: setup

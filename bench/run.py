@@ -1,14 +1,16 @@
-"""Benchmark: the job on a synthetic catalog, checked against the in-memory evaluator.
+"""Benchmark: the job on a synthetic catalog or the bundled example, its Spark jobs counted.
 
     python bench/run.py --objects 100000 [--seed 7] [--changed 0.0002] [--no-reference] [--no-floor]
-    python bench/run.py --example
+    python bench/run.py --example [--strategy in-place]
 
-Per stage and per round: wall seconds and the Spark jobs and stages run
-(a table on stderr). Then the floor (``floor.py``: a minimal semi-naive
-reachability loop on the same catalog, same session) and, after Spark
-stops, the read-back figures (explain of the longest chain, the report)
-and the in-memory reference evaluator. The last line on stdout is one JSON
-object with all figures.
+The run goes through the same pipeline the command line runs
+(``pipeline.run``: compute, then publish). Per stage and per round of each
+rule program: wall seconds and the Spark jobs and stages run (a table on
+stderr). Then the floor (``floor.py``: a minimal semi-naive reachability
+loop on the same catalog, same session) and, after Spark stops, the
+read-back figures (explain of the longest chain, the report) and the
+in-memory reference evaluator. The last line on stdout is one JSON object
+with all figures.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ from synthetic import generate, write_snapshot  # noqa: E402
 from dirtiness.changeset.dirty_sets import column_names  # noqa: E402
 from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.datalog.naive import evaluate_naive  # noqa: E402
-from dirtiness.job import Hooks, compute, publish  # noqa: E402
 from dirtiness.model import BASE_RELATIONS, OBJECT_DOMAIN  # noqa: E402
+from dirtiness.pipeline import Hooks, run  # noqa: E402
 from dirtiness.session import build_session, session_settings  # noqa: E402
 from dirtiness.settings import RunParams, resolve  # noqa: E402
-from dirtiness.store.delta import DeltaStore, choose_backend  # noqa: E402
+from dirtiness.store.delta import DeltaStore  # noqa: E402
 
 
 def main() -> None:
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("--example", action="store_true", help="the bundled example instead")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--changed", type=float, default=0.0002, help="fraction of statements changed")
+    parser.add_argument("--strategy", choices=("blue-green", "in-place"), help="default: the configuration's")
     parser.add_argument("--no-reference", action="store_true", help="skip the in-memory evaluator")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor loop")
     parser.add_argument("--config", help="YAML overlaid on conf/job.yaml")
@@ -73,7 +76,7 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     # synthetic catalogs delete stateful objects too: their plans drop them
     settings = resolve(RunParams(old=old_path, new=new_path, out=out, run_id=f"bench-{args.objects or 'example'}",
-                                 allow_destructive=True), config)
+                                 strategy=args.strategy, allow_destructive=True), config)
     started = time.perf_counter()
     spark = build_session(config)
     session_s = time.perf_counter() - started
@@ -86,32 +89,40 @@ def main() -> None:
         if name.startswith("write:"):
             return
         if current[0] is not None:
-            stages[current[0]] = work_of.take()
+            stages[current[0]] = _add(stages.get(current[0]), work_of.take())
         current[0] = name
 
     def on_round(entry) -> None:
-        rounds.append({"round": entry.round, "new": sum(entry.new.values()), "seconds": round(entry.seconds, 3),
-                       **work_of.take()})
+        program = "plan" if current[0] == "plan" else "rules"
+        rounds.append({"program": program, "round": entry.round, "new": sum(entry.new.values()),
+                       "seconds": round(entry.seconds, 3), **work_of.take()})
 
-    hooks = Hooks(on_stage=on_stage, on_round=on_round)
-    result = compute(settings, spark, hooks)
-    summary = publish(result, DeltaStore(spark, out, choose_backend(spark, settings.delta_backend)), hooks)
-    stages[current[0]] = work_of.take()
-    result.release()
-    fixpoint_jobs = {k: sum(r[k] for r in rounds) + stages["fixpoint"][k] for k in ("jobs", "stages")}
+    def on_static(stratum: int) -> None:  # a stratum's static parts, held as it starts (before its first round)
+        program = "plan" if current[0] == "plan" else "rules"
+        rounds.append({"program": program, "round": f"s{stratum}", "new": 0, "seconds": 0.0, **work_of.take()})
+
+    summary = run(spark, settings, Hooks(on_stage=on_stage, on_round=on_round, on_static=on_static))
+    stages[current[0]] = _add(stages.get(current[0]), work_of.take())
+    for name in ("fixpoint", "plan"):  # a stage's own jobs, beside its rounds'
+        program = "plan" if name == "plan" else "rules"
+        stages[name]["rounds_jobs"] = sum(r["jobs"] for r in rounds if r["program"] == program)
+    total_jobs = sum(s["jobs"] for s in stages.values()) + sum(r["jobs"] for r in rounds)
     report = {
         "objects": args.objects or "example",
+        "strategy": settings.strategy,
         "dependencies": dependencies,
         "facts": sum(summary["facts"].values()),
         "rounds": summary["rounds"],
+        "plan_rounds": summary["plan_rounds"],
         "session_s": round(session_s, 2),
         "fixpoint_s": summary["seconds"]["fixpoint"],
         "total_s": summary["seconds"]["total"],
         "dirty": summary["counts"],
+        "jobs": total_jobs,
         "stages": {name: {"seconds": summary["seconds"].get(name), **counts} for name, counts in stages.items()},
-        "fixpoint_work": fixpoint_jobs,
         "round_log": rounds,
-        "round_median_s": round(statistics.median(r["seconds"] for r in rounds), 3) if rounds else None,
+        "round_median_s": round(statistics.median(r["seconds"] for r in rounds
+                                                  if r["program"] == "rules" and isinstance(r["round"], int)), 3),
         "generate_s": round(generate_s, 2),
     }
     if args.example:  # the golden file the tests and the README are checked against
@@ -120,7 +131,8 @@ def main() -> None:
                             and summary["rounds"] == golden["rounds"])
     if not args.no_floor:
         facts = DeltaStore(spark, out)
-        with session_settings(spark, settings.small_catalog_conf if summary["small_catalog"] else {}):
+        with session_settings(spark, {**settings.compute_conf,
+                                      **(settings.small_catalog_conf if summary["small_catalog"] else {})}):
             # under the session settings the run computed with
             floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id))
         report["floor_rounds"] = floor
@@ -132,12 +144,20 @@ def main() -> None:
     if not args.keep and not args.example:
         shutil.rmtree(work, ignore_errors=True)
     for name, figures in report["stages"].items():
+        rounds_jobs = f" (+{figures['rounds_jobs']} in its rounds)" if "rounds_jobs" in figures else ""
         print(f"stage {name:<11} {figures['seconds'] or 0:7.2f} s  {figures['jobs']:5d} jobs {figures['stages']:5d} "
-              f"stages", file=sys.stderr)
+              f"stages{rounds_jobs}", file=sys.stderr)
     for entry in rounds:
-        print(f"round {entry['round']:>3} {entry['seconds']:7.2f} s  {entry['jobs']:5d} jobs {entry['stages']:5d} "
-              f"stages  +{entry['new']}", file=sys.stderr)
+        what = (f"round {entry['round']:>3}" if isinstance(entry["round"], int)
+                else f"static stratum {entry['round'][1:]}")  # held before the stratum's first round
+        print(f"{entry['program']:>5} {what} {entry['seconds']:7.2f} s  {entry['jobs']:5d} jobs "
+              f"{entry['stages']:5d} stages  +{entry['new']}", file=sys.stderr)
+    print(f"total {total_jobs} Spark jobs", file=sys.stderr)
     print(json.dumps(report))
+
+
+def _add(before: dict | None, more: dict) -> dict:
+    return {k: (before or {}).get(k, 0) + v for k, v in more.items()}
 
 
 def _read_back(out: str, page: str, config: dict) -> dict:

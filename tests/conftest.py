@@ -72,7 +72,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if tier(item):
             item.add_marker(pytest.mark.spark)
+        item.add_marker(pytest.mark.xdist_group(_group(item, tier(item))))
     items.sort(key=tier)  # stable: file order within a tier
+
+
+def _group(item, tier: int) -> str:
+    """The worker a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``): the tests that
+    share the session (and its example and seeds runs) in one, those sharing a server in one, the others
+    spread; so each shared thing is made once."""
+    names = set(getattr(item, "fixturenames", ()))
+    if "spark" in names:
+        return "session"
+    for shared in OWN_PROCESSES:
+        if shared in names:
+            return shared
+    return item.nodeid
 
 
 @dataclass

@@ -54,8 +54,8 @@ def airflow(tmp_path_factory):
 
 def dag_run(airflow, name: str) -> dict:
     result = airflow.home / f"{name}.json"
-    airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, RUN_AFTER, str(result))
-    return json.loads(result.read_text())
+    output = airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, RUN_AFTER, str(result))
+    return {**json.loads(result.read_text()), "output": output[-4000:]}  # the tasks' logs, for a failure's message
 
 
 def dag_runs(airflow) -> list[dict]:
@@ -66,7 +66,7 @@ def dag_runs(airflow) -> list[dict]:
 @pytest.mark.processes
 def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, expected):
     first = dag_run(airflow, "first")
-    assert (first["run_id"], first["state"]) == (RUN_ID, "success")
+    assert (first["run_id"], first["state"]) == (RUN_ID, "success"), first["output"]
     assert set(first["tasks"].values()) == {"success"}, first["tasks"]
     summary, plan = first["xcom"]["summary"], first["xcom"]["read_plan"]
     assert (summary["run_id"], summary["status"]) == (RUN_ID, "succeeded")  # --run-id {{ run_id }}
@@ -74,7 +74,7 @@ def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, 
     assert plan["phases"] == summary["plan"] == expected["plan"]
 
     again = dag_run(airflow, "again")  # the same DAG run once more: the job finds its own run unchanged
-    assert (again["run_id"], again["state"]) == (RUN_ID, "success")
+    assert (again["run_id"], again["state"]) == (RUN_ID, "success"), again["output"]
     assert (again["xcom"]["summary"]["status"], again["xcom"]["summary"]["same_as"]) == ("skipped", RUN_ID)
     assert again["tasks"]["read_plan"] == "success" and again["xcom"]["read_plan"] == plan  # its plan stands
     assert [(r["run_id"], r["state"]) for r in dag_runs(airflow)] == [(RUN_ID, "success")]

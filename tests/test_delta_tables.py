@@ -6,6 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from dirtiness.store.delta import DeltaSchemaError, DeltaStore
+from spark_jobs import jobs_started
 
 
 def frame(spark, run_id, values):
@@ -64,14 +65,11 @@ def test_added_columns_widen_the_table(spark, tmp_path):
 def test_rows_held_on_the_driver_are_written_without_a_spark_job(spark, tmp_path):
     from dirtiness.datalog.holding import local_batch
 
-    context = spark.sparkContext
     store = DeltaStore(spark, str(tmp_path))
     store.replace_run("t", frame(spark, "a", [1]), "a")  # the table exists, written by Spark
     held = local_batch(spark, [(2,), (3,)], frame(spark, "x", []).drop("run_id").schema)
-    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)
-    before = len(context.statusTracker().getJobIdsForGroup(None))
+    before = jobs_started(spark)
     assert store.replace_run("t", held, "b") == 2  # tagged with its run id here
     assert store.replace_run("t", held, "b") == 2  # a retry replaces them
-    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)
-    assert len(context.statusTracker().getJobIdsForGroup(None)) == before
+    assert jobs_started(spark) == before
     assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 1), ("b", 2), ("b", 3)]

@@ -3,7 +3,9 @@
 Many random catalogs run as one namespaced batch per program. For every
 derived relation (not only the output ones) both must give the same tuples;
 per tuple the same round and rule; and the engine's cause must be one of the
-causes the naive evaluator found for that rule in that round.
+causes the naive evaluator found for that rule in that round. The same holds
+for the strategy's plan rules of each run (as ids: the naive evaluator reads
+the base relations the engine read, the dirty sets among them).
 """
 
 import random
@@ -11,6 +13,7 @@ import re
 
 import pytest
 from catalogs import OUTPUTS, RULES, Scenario, obj, run_scenarios
+from pyspark.sql import functions as F
 
 from dirtiness.changeset.dirty_sets import column_names
 from dirtiness.changeset.rules import load_rules
@@ -86,18 +89,18 @@ def _base_sets(facts) -> dict[str, set]:
     return sets
 
 
-@pytest.mark.parametrize("program, local_rows, small_catalog, lazy", [
-    ("dirty", None, True, True),         # the configured small-data path: every round's tuples local
-    ("index_aware", 0, False, True),     # a large catalog's session: adaptive execution, every round checkpointed
-    ("dirty", 12, True, False),          # rounds switch between local rows and blocks checkpointed eagerly (Sail)
+@pytest.mark.parametrize("program, local_rows, small_catalog, lazy, strategy", [
+    ("dirty", None, True, True, "blue-green"),     # the configured small-data path: every round's tuples local
+    ("index_aware", 0, False, True, "in-place"),   # a large catalog's session: every round checkpointed
+    ("dirty", 12, True, False, "blue-green"),      # rounds switch between local rows and blocks filled eagerly (Sail)
 ])
-def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalog, lazy):
+def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalog, lazy, strategy):
     rng = random.Random(20261121 + len(program))
     scenarios = [random_scenario(rng, i) for i in range(40)]
     derived = load_rules(RULES[program], {}).derived
     outputs = {relation: OUTPUTS.get(relation, relation.lower()) for relation in derived}
     batch = run_scenarios(spark, scenarios, program, outputs, local_rows=local_rows,  # plan invariants checked too
-                          small_catalog=small_catalog, lazy_checkpoints=lazy)
+                          small_catalog=small_catalog, lazy_checkpoints=lazy, strategy=strategy)
     assert batch.result.small_catalog is small_catalog
     evaluation, tables, checked = batch.result.evaluation, batch.tables, batch.checked
 
@@ -121,3 +124,36 @@ def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalo
             assert row["cause"] in {_show(r, t, checked) for r, t in derivation.causes}, (relation, key, row["cause"])
             compared += 1
     assert compared > 100  # the random catalogs really exercise the rules
+    assert _plan_program_matches(batch.result) > 100
+
+
+def _tuples(frames: dict, arity_of, *more: str) -> list:
+    """Every frame's rows in one collect: ``r`` (its relation), ``t`` (its tuple), and ``more`` columns."""
+    parts = [frame.select(F.lit(name).alias("r"), F.array(*(F.col(f"c{i}").cast("long")
+                                                              for i in range(arity_of(name)))).alias("t"), *more)
+             for name, frame in frames.items()]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    return union.collect()
+
+
+def _plan_program_matches(result) -> int:
+    """The strategy's rules of one run against the naive evaluator over the same base relations (ids)."""
+    checked, evaluation = result.settings.plan_checked, result.plan_evaluation
+    arity = lambda relation: len(checked.domains(relation))  # noqa: E731
+    base = {name: set() for name in checked.base}
+    for row in _tuples({n: b.frame for n, b in result.plan_inputs.items()}, arity):
+        base[row["r"]].add(tuple(row["t"]))
+    naive, naive_rounds = evaluate_naive(checked, base)
+    assert len(evaluation.rounds) == naive_rounds
+    k = [f"k{i}" for i in range(max(checked.max_arity, 1))]
+    rows = _tuples(evaluation.relations, arity, "rule", "cause_rel", F.array(*k).alias("k"), "round")
+    engine = {(r["r"], tuple(r["t"])): r for r in rows}
+    expected = {(relation, t): d for relation, tuples in naive.items() for t, d in tuples.items()}
+    assert set(engine) == set(expected)
+    for key, row in engine.items():
+        derivation = expected[key]
+        assert (row["round"], row["rule"]) == (derivation.round, derivation.rule), key
+        assert (row["cause_rel"], tuple(row["k"][:arity(row["cause_rel"])])) in derivation.causes, key
+    return len(engine)

@@ -136,3 +136,34 @@ def test_quoted_names_round_trip(seeds, capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["dirty"] and document["chain"][-1]["change"] == "modified"
     assert document["name"] == typed
+
+
+def test_why_an_object_is_in_the_plan_walks_the_plans_rules_back_to_a_change(seeds):
+    """A plan decision is explained as a dirty object is: rule by rule, through the dirty sets, to a seed."""
+    e, _ = chain_of(seeds, "schema_atomic", "object", "db", "app", "view1")
+    p = prefix_of(seeds[1], "schema_atomic")
+    decided = {d["relation"]: (d["rule"], d["reason"]) for d in e.decisions}
+    assert decided["Redeployed"] == ("dirty", "dirty") and decided["Staged"] == ("staged", None)
+    assert [(link.fact.replace(p, ""), link.rule, link.table) for link in e.decision_chain] == [
+        ("Redeployed(db.app.view1)", "dirty", "plan_decisions"),
+        ("DirtyStmt(db.app.view1)", "schema", "dirty_stmts"),
+        ("DirtySchema(db, app)", "member", "dirty_schemas"),
+        ("DirtyStmt(db.app.table1)", "changed", "dirty_stmts"),
+        ("ChangedStmt(db.app.table1)", None, "facts/changed_stmt")]
+    text = format_text(e)
+    assert "the plan's decisions:\n  Redeployed (rule dirty, round 1): dirty" in text
+    assert f"why Redeployed({p}db.app.view1):" in text and "  plan 1  Redeployed(" in text
+
+
+def test_why_a_schema_is_swapped_and_an_object_it_held_is_removed(seeds):
+    out, scenarios = seeds
+    p = prefix_of(scenarios, "chain")
+    e = explain(RunTables.open(out), "schema", (p + "materialize", "public"))
+    decided = {d["relation"]: d for d in e.decisions}
+    assert {"Swapped", "StagingSchema"} <= set(decided)
+    assert e.decision_chain[0].fact == f"Swapped({p}materialize, public)" and e.decision_chain[0].rule == "swapped"
+    assert e.decision_chain[1].fact.startswith(f"Redeployed({p}materialize.public.")  # one of the schema's dirty
+    assert e.decision_chain[-1].seed and e.decision_chain[-1].relation == "ChangedStmt"
+    flippers = explain(RunTables.open(out), "object", (p + "materialize", "public", "flippers"))
+    removed = next(d for d in flippers.decisions if d["relation"] == "Removed")
+    assert (removed["rule"], removed["cause"]) == ("in_swapped_schema", f"Swapped({p}materialize, public)")

@@ -7,15 +7,10 @@ from pyspark.sql import types as T
 
 from dirtiness.datalog.holding import Hold, Holding, local_batch
 from dirtiness.session import session_settings, spark_settings
+from spark_jobs import jobs_started
 
 SCHEMA = T.StructType([T.StructField("part", T.StringType()), T.StructField("n", T.LongType())])
 ROWS = [("a", 1), ("b", 2), ("a", 3), ("c", 4)]
-
-
-def job_count(spark) -> int:
-    context = spark.sparkContext
-    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)
-    return len(context.statusTracker().getJobIdsForGroup(None))
 
 
 @pytest.fixture
@@ -32,9 +27,9 @@ def test_frames_of_any_schema_are_held_by_one_job_and_split(computing, local_row
     holding = Holding(local_rows, lazy_checkpoints=lazy, partitions=2)
     frame = spark.createDataFrame(ROWS, SCHEMA)
     other = spark.createDataFrame([(True, 1.5)], "flag boolean, x double")
-    before = job_count(spark)
+    before = jobs_started(spark)
     held = holding.hold_all({"rows": Hold(frame, keys=("part",), split="part"), "other": other})
-    jobs = job_count(spark) - before
+    jobs = jobs_started(spark) - before
     small = local_rows >= len(ROWS) + 1
     assert jobs == (1 if small or lazy else 3), jobs  # eager checkpoints are a job each
     assert held["rows"].local is small and held["rows"].count == 4 and held["other"].count == 1
@@ -69,8 +64,8 @@ def test_an_arrow_function_runs_where_the_rows_are(spark, local):
     holding = Holding(100 if local else 0)
     held = (local_batch(spark, ROWS, SCHEMA) if local
             else holding.hold(spark.createDataFrame(ROWS, SCHEMA), try_local=False))
-    before = job_count(spark)
+    before = jobs_started(spark)
     mapped = holding.map_arrow(held, doubler(), SCHEMA)
     assert mapped.local is local
-    assert job_count(spark) == before  # here: no job; on Spark: a lazy frame
+    assert jobs_started(spark) == before  # here: no job; on Spark: a lazy frame
     assert sorted(tuple(r) for r in mapped.frame.where(F.col("n") > 2).collect()) == [("a", 6), ("b", 4), ("c", 8)]

@@ -34,6 +34,7 @@ from dirtiness.apply.log import ApplyLog, Event
 from dirtiness.apply.runner import ApplyError, Settings, apply_plan
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT, load_config
+from dirtiness.config import read_settings
 from dirtiness.plan.operations import deploy_suffix
 
 EXAMPLE = PROJECT_ROOT / "examples" / "postgres"
@@ -171,7 +172,8 @@ def test_a_changed_mv_read_from_another_schema(postgres, batch, strategy, tmp_pa
     expected = fresh_state(postgres, batch, "shop")
     dsn = deployed_database(postgres, batch, "shop")
     before = catalog(dsn)
-    apply_plan(own_out(batch, tmp_path), run_id, dsn, load_config(PG_CONFIG), Settings(databases=("shop",)))
+    apply_plan(read_settings(own_out(batch, tmp_path), run_id, load_config(PG_CONFIG)), dsn,
+               Settings(databases=("shop",)))
     assert_like_fresh(dsn, expected, before, touched(batch["out"], run_id, "shop"))
 
 
@@ -189,7 +191,8 @@ def test_random_projects_apply_in_any_order_within_a_step(postgres, batch, strat
         def order(operations):
             return shuffle.sample(operations, len(operations))
         try:
-            summary = apply_plan(out, run_id, dsn, config, Settings(parallel=1, databases=(database,), order=order))
+            summary = apply_plan(read_settings(out, run_id, config), dsn,
+                                 Settings(parallel=1, databases=(database,), order=order))
         except ApplyError as error:
             pytest.fail(f"{database} ({strategy}): {error}")
         except Exception as error:  # a project with nothing to do has no operations
@@ -252,7 +255,7 @@ def test_an_operation_committed_but_not_logged_is_not_run_again(postgres, batch,
     earlier = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5)
     journal.write([Event(first["seq"], "started", earlier, transaction=committed, phase="teardown", step=0),
                    Event(second["seq"], "started", earlier, transaction=aborted, phase="teardown", step=1)])
-    summary = apply_plan(out, "ip", dsn, load_config(PG_CONFIG), Settings(databases=("shop",)))
+    summary = apply_plan(read_settings(out, "ip", load_config(PG_CONFIG)), dsn, Settings(databases=("shop",)))
     assert summary["ran"] == len(plan) - 1  # all but the committed one; the aborted one ran again
     log = pl.read_delta(os.path.join(out, "apply_log")).filter(pl.col("run_id") == "ip")
     settled = log.filter((pl.col("seq") == first["seq"]) & (pl.col("status") == "succeeded")).to_dicts()

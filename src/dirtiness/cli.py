@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 import logging
 import os
 import sys
 import traceback
 
 from .apply.runner import ApplyError
-from .config import load_config
+
 from .datalog.syntax import ProgramError
 from .errors import InputError, PolicyError
 from .inputs.formats import FORMATS
+from .config import ReadSettings, load_config, read_settings
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_POLICY = 0, 1, 2, 3
 
@@ -40,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_read_arguments(report)
     apply = commands.add_parser("apply", help="execute a succeeded run's plan against a database (Postgres protocol)")
     apply.add_argument("--dsn", help="libpq connection string or URL (default: $DIRTINESS_DSN; never printed)")
-    apply.add_argument("--parallel", type=int, default=4, metavar="N",
-                       help="operations of one step run on up to N connections (default 4)")
+    apply.add_argument("--parallel", type=int, metavar="N",
+                       help="operations of one step run on up to N connections (default: apply.parallel)")
     apply.add_argument("--dry-run", action="store_true", help="print the statements in order, run nothing")
     apply.add_argument("--resolve", action="append", default=[], metavar="SEQ=succeeded|retry",
                        help="settle an operation an earlier apply left in doubt (repeatable)")
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
         if args.command == "explain":
             return _explain(args)
         if args.command == "report":
-            return _report(args.out, args.run_id, args.html, load_config(args.config))
+            return _report(_read_settings(args), args.html)
         if args.command == "apply":
             return _apply(args)
         if args.command == "snapshot":
@@ -171,10 +173,7 @@ def _run(args, set_master: bool) -> int:
                                  out=args.out, forced_schemas=args.forced_schema,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
-    if args.report:
-        from .readback.report.data import report_settings
-
-        report_settings(config.get("report"))  # a bad setting fails before Spark starts, not after the run
+    read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
     spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
     store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
     latest = latest_succeeded(store) if args.if_changed else None
@@ -184,17 +183,17 @@ def _run(args, set_master: bool) -> int:
         print(f"run {settings.run_id}: skipped: inputs, rules and configuration are unchanged since "
               f"run {latest['run_id']}")
         if args.report:  # the page of the run that still stands
-            _report(args.out, latest["run_id"], args.report, config)
+            _report(replace(read, run_id=latest["run_id"]), args.report)
     else:
         try:
             summary = run(spark, settings)
         except Exception:
             if args.report:  # a page saying why the run failed, for the CI artifact; never hides the error
-                _report_failure(args.out, settings.run_id, args.report, config)
+                _report_failure(replace(read, run_id=settings.run_id), args.report)
             raise
         print(format_summary(summary))
         if args.report:
-            _report(args.out, settings.run_id, args.report, config)
+            _report(replace(read, run_id=settings.run_id), args.report)
     if args.summary_json:
         os.makedirs(os.path.dirname(os.path.abspath(args.summary_json)), exist_ok=True)
         with open(args.summary_json, "w", encoding="utf-8") as handle:
@@ -232,8 +231,8 @@ def _select(args) -> int:
     from .readback.run_tables import RunTables
     from .readback.select import dbt_selection
 
-    outputs = load_config(args.config).get("outputs") or {}
-    names = dbt_selection(RunTables.open(args.out, args.run_id), outputs.get("DirtyStmt", "dirty_stmts"))
+    read = _read_settings(args)
+    names = dbt_selection(RunTables.open(read.out, read.run_id), read.outputs.get("DirtyStmt", "dirty_stmts"))
     if names:
         print(" ".join(names))
     else:  # an empty --select would make dbt build everything: say so, print nothing
@@ -254,8 +253,8 @@ def _explain(args) -> int:
         parts = (text,) if kind == "cluster" else parse_name(text)
     except ValueError as error:
         raise InputError(f"{text}: {error}") from None
-    config = load_config(args.config)
-    explanation = explain(RunTables.open(args.out, args.run_id), kind, parts, config.get("outputs") or {})
+    read = _read_settings(args)
+    explanation = explain(RunTables.open(read.out, read.run_id), kind, parts, read.outputs)
     if args.format == "json":
         print(json.dumps(explanation.to_json(), indent=2, default=str))
     else:
@@ -266,17 +265,16 @@ def _explain(args) -> int:
 def _apply(args) -> int:
     from .apply.runner import Settings, apply_plan
 
-    if args.parallel < 1:
-        raise InputError(f"--parallel {args.parallel}: expected 1 or more")
+    read = _read_settings(args, parallel=args.parallel)
     resolve = {}
     for text in args.resolve:
         seq, _, outcome = text.partition("=")
         if not seq.strip().isdigit() or outcome not in ("succeeded", "retry"):
             raise InputError(f"--resolve {text!r}: expected SEQ=succeeded or SEQ=retry")
         resolve[int(seq)] = outcome
-    settings = Settings(parallel=args.parallel, dry_run=args.dry_run, resolve=resolve, databases=tuple(args.database))
+    settings = Settings(parallel=read.parallel, dry_run=args.dry_run, resolve=resolve, databases=tuple(args.database))
     dsn = args.dsn or os.environ.get("DIRTINESS_DSN")
-    summary = apply_plan(args.out, args.run_id, dsn, load_config(args.config), settings)
+    summary = apply_plan(read, dsn, settings)
     if args.dry_run:
         print(summary["dry_run"])
     else:
@@ -285,19 +283,23 @@ def _apply(args) -> int:
     return EXIT_OK
 
 
-def _report(out: str, run_id: str | None, html: str, config: dict) -> int:
+def _read_settings(args, parallel: int | None = None) -> ReadSettings:
+    return read_settings(args.out, args.run_id, load_config(args.config), parallel)
+
+
+def _report(read: ReadSettings, html: str) -> int:
     from .readback.report.page import write_report
     from .readback.run_tables import RunTables
 
-    tables = RunTables.open(out, run_id, succeeded_only=False)
-    write_report(tables, html, config.get("report") or {})
+    tables = RunTables.open(read.out, read.run_id, succeeded_only=False)
+    write_report(tables, html, read.report)
     print(f"report of run {tables.run_id} ({tables.run['status']}): {html}")
     return EXIT_OK
 
 
-def _report_failure(out: str, run_id: str, html: str, config: dict) -> None:
+def _report_failure(read: ReadSettings, html: str) -> None:
     try:
-        _report(out, run_id, html, config)
+        _report(read, html)
     except Exception as error:  # noqa: BLE001 - the run's own error is what the caller must see
         logging.getLogger("dirtiness").warning("could not write the report of the failed run: %s", error)
 

@@ -1,9 +1,11 @@
-"""Job configuration: ``conf/job.yaml`` overlaid by ``--config`` and then by flags."""
+"""Job configuration: ``conf/job.yaml`` overlaid by ``--config`` and then by flags; and the settings of the
+commands that read a run back (``read_settings``: no Spark, so explain and report start at once)."""
 
 from __future__ import annotations
 
 import copy
 import os
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -65,3 +67,29 @@ def _merge(base: dict, overlay: dict) -> dict:
         else:
             merged[key] = value
     return merged
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What the commands that read a run back need: where it is, and what the configuration says of it."""
+
+    out: str
+    run_id: str | None                   # None: the latest succeeded run
+    outputs: dict[str, str]              # derived relation -> output table
+    report: dict                         # the report section, checked
+    transactional: dict[str, bool]       # dialect -> whether its DDL runs in transactions (apply)
+    parallel: int                        # apply: operations of one step run on up to this many connections
+
+
+def read_settings(out: str, run_id: str | None, config: dict, parallel: int | None = None) -> ReadSettings:
+    from .readback.report.data import report_settings
+
+    dialects = config["plan"]["dialects"] or {}
+    parallel = parallel if parallel is not None else config["apply"]["parallel"]
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise InputError(f"--parallel {parallel}: expected 1 or more")
+    return ReadSettings(out=out, run_id=run_id, outputs=dict(config["outputs"] or {}),
+                        report=report_settings(config.get("report")),
+                        transactional={name: bool((d or {}).get("transactional_ddl", False))
+                                       for name, d in dialects.items()},
+                        parallel=parallel)

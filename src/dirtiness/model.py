@@ -55,7 +55,7 @@ BASE_RELATIONS = (
 BY_NAME = {r.name: r for r in BASE_RELATIONS}
 
 # The plan's rules (conf/rules/plan_*.dl) read the dirty sets and these facts about both snapshots
-# (plan/facts.py). "Deployed" is what the database holds before the plan: the old snapshot, and what
+# (changeset/catalog.py). "Deployed" is what the database holds before the plan: the old snapshot, and what
 # the new one lists without having added it.
 DIRTY_SETS = {"DirtyStmt": "dirty_stmts", "DirtyCluster": "dirty_clusters", "DirtySchema": "dirty_schemas"}
 PLAN_RELATIONS = (

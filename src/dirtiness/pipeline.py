@@ -37,18 +37,31 @@ from pyspark.sql import functions as F
 from .changeset.base_facts import extract_base_facts
 from .changeset.diff import changed_stmt
 from .changeset.dirty_sets import column_names, dirty_table, named_outputs, object_attributes
-from .changeset.interning import dictionary, fact_columns, facts_union, interned, object_names
+from .changeset.catalog import (
+    Interned,
+    dictionary,
+    edge_table,
+    interned_clusters,
+    interned_edges,
+    interned_forced,
+    interned_indexes,
+    interned_objects,
+    name_keys,
+    numbered_names,
+    numbered_objects,
+    object_table,
+)
+from .changeset.interning import object_names
 from .datalog.compile import tuple_columns
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
-from .model import BY_NAME, DIRTY_SETS, KEY, PLAN_BY_NAME
+from .model import BY_NAME, DIRTY_SETS, KEY
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
 from .plan.decisions import decision_rows, reason_columns
-from .plan.facts import deployed_objects, plan_facts
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
 from .plan.steps import layered
@@ -64,6 +77,7 @@ class Hooks:
 
     on_stage: Callable[[str], None] | None = None       # each stage's name as it starts; "write:<table>" too
     on_round: Callable[[RoundLog], None] | None = None  # each round of a fixed point as it ends
+    on_static: Callable[[int], None] | None = None      # a stratum's static parts held as it starts (its stratum)
 
 
 @dataclass
@@ -83,6 +97,7 @@ class RunResult:
     seconds: dict[str, float] = field(default_factory=dict)    # wall seconds per compute stage
     evaluation: Evaluation | None = None                       # the dirty rules' fixed point
     plan_evaluation: Evaluation | None = None                  # the strategy's rules' fixed point
+    plan_inputs: dict[str, Batch] = field(default_factory=dict)  # its base relations, as ids (for the checks)
     small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
 
     @property
@@ -94,6 +109,7 @@ class RunResult:
         import gc
 
         self.evaluation = self.plan_evaluation = None
+        self.plan_inputs = {}
         gc.collect()  # py4j frees a Java object only once its Python proxy is collected
 
 
@@ -108,15 +124,15 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     clock = Stages(hooks.on_stage)
     result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
                        seconds=clock.seconds)
-    with clock("load"):
-        loaded = load_snapshots(spark, settings.inputs)
-    result.small_catalog = bool(settings.small_catalog_objects and loaded.objects <= settings.small_catalog_objects)
-    conf = {**settings.compute_conf, **(settings.small_catalog_conf if result.small_catalog else {})}
-    if result.small_catalog:
-        log.info("small catalog (%d objects): computed with %s", loaded.objects, settings.small_catalog_conf)
-    with session_settings(spark, conf):
-        run = _Run(settings, spark, hooks, clock, result)
-        run.compute(loaded.old, loaded.new)
+    with session_settings(spark, settings.compute_conf):
+        with clock("load"):
+            loaded = load_snapshots(spark, settings.inputs)
+        result.small_catalog = bool(settings.small_catalog_objects
+                                    and loaded.objects <= settings.small_catalog_objects)
+        if result.small_catalog:
+            log.info("small catalog (%d objects): computed with %s", loaded.objects, settings.small_catalog_conf)
+        with session_settings(spark, settings.small_catalog_conf if result.small_catalog else {}):
+            _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
     return result
 
 
@@ -129,11 +145,11 @@ class _Run:
     """
 
     def __init__(self, settings: RunSettings, spark: SparkSession, hooks: Hooks, clock: "Stages",
-                 result: RunResult) -> None:
+                 result: RunResult, objects: int) -> None:
         self.settings, self.spark, self.hooks, self.clock, self.result = settings, spark, hooks, clock, result
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.holding = replace(settings.holding, partitions=partitions)
-        self.small = result.small_catalog
+        self.small = result.small_catalog and objects <= settings.holding.local_rows  # worth trying rows first
         self.dirty = Program(settings.checked, self.holding, "dirty")
         self.plan = Program(settings.plan_checked, self.holding, "plan")
 
@@ -144,13 +160,14 @@ class _Run:
         with self.clock("sql"):
             analysis = self.statements(old, new)
         with self.clock("facts"):
-            old, new, changed, deployed, planned_new = self.resolved(old, new, analysis)
-            base, dictionary = self.facts(old, new, changed)
+            old, new, changed = self.resolved(old, new, analysis)
+            base, dictionary, objects = self.facts(old, new, changed)
         with self.clock("fixpoint"):
             dirty = self.result.evaluation = self.dirty.evaluate(
-                {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds))
+                {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds),
+                self.hooks.on_static)
         with self.clock("plan"):
-            self.planned(old, new, changed, deployed, planned_new, base, dictionary, dirty)
+            self.planned(old, new, changed, objects, base, dictionary, dirty)
 
     def _on_round(self, rounds: list[RoundLog]) -> Callable[[RoundLog], None]:
         def on_round(entry: RoundLog) -> None:
@@ -175,9 +192,8 @@ class _Run:
         analysed = self.holding.map_arrow(held, analyser(self.settings.sql.dialect), ANALYSIS)
         return analysed.frame if analysed.local else self.holding.hold(analysed.frame, try_local=self.small).frame
 
-    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame):
-        """Both snapshots resolved against their SQL, the diff, what is deployed, and every input check:
-        one hold."""
+    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> tuple[Snapshot, Snapshot, DataFrame]:
+        """Both snapshots resolved against their SQL, the diff, and every input check: one hold."""
         settings = self.settings
         external = list(settings.external_databases)
         sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
@@ -192,35 +208,39 @@ class _Run:
             problems["--forced-schema"] = forced
         old, new = sides["old"].snapshot, sides["new"].snapshot
         checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
-        changed = changed_stmt(old.objects, new.objects)
-        planned_new = new.objects.select(*KEY, "kind", "cluster", "replacement", "sql").join(
-            changed.select(*KEY, "change"), list(KEY), "left")  # what the plan reads of the new project
-        held = self.hold({"changed": changed, "deployed": deployed_objects(old, new, changed), "new": planned_new,
-                          **_snapshot_frames("old", old), **_snapshot_frames("new", new), **checks})
+        held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
+                          **_snapshot_frames("new", new), **checks})
         self._raise(held.get("checks"), problems, warnings)
-        return (_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame,
-                held["deployed"].frame, held["new"].frame)
+        return _snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame
 
-    def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame]:
-        """The base facts of both programs as one frame (one hold), their dictionary and the facts as ids
-        (one hold), and the static parts of both programs' rules (one hold)."""
-        settings = self.settings
-        dirty_facts = extract_base_facts(self.spark, old, new, changed, list(settings.forced))
-        plan_facts_ = {n: f for n, f in plan_facts(self.spark, old, new, changed, settings.dialect).items()
-                       if n not in dirty_facts}
-        relations = {**BY_NAME, **{n: PLAN_BY_NAME[n] for n in plan_facts_}}
-        held_facts = self.hold({"facts": Hold(facts_union({**dirty_facts, **plan_facts_}, relations),
-                                              split="relation")})["facts"]
-        self.result.facts = {n: held_facts.part("relation", n, fact_columns(BY_NAME[n])) for n in dirty_facts}
-        keys = dictionary(held_facts.frame, relations, set(dirty_facts), settings.interning_buckets)
-        ids = self.hold({"dictionary": keys, "interned": Hold(interned(held_facts.frame, keys, relations),
-                                                              split="relation")})
-        dictionary_ = ids["dictionary"].frame
-        base = {n: ids["interned"].part("relation", n, tuple_columns(len(r.columns))) for n, r in relations.items()}
+    def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame, DataFrame]:
+        """The base relations of both programs as views of the interned object table, edges and indexes
+        (``changeset.catalog``): the keys numbered (one hold, with the facts tables of a small catalog),
+        interned (one hold), then the static parts of both programs' rules (one hold). Returns the base
+        relations, the dictionary, and the numbered object table (by name, what the plan reads)."""
+        settings, spark = self.settings, self.spark
+        dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
+        table = object_table(old, new, changed, settings.dialect)
+        edges = edge_table(old, new)
+        numbered = self.hold({
+            "objects": numbered_objects(table, edges, settings.interning_buckets),
+            "names": numbered_names(name_keys(spark, table, new, old, list(settings.forced), settings.dialect.clusters),
+                                    settings.interning_buckets),
+            **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
+        self.result.facts = {n: numbered[f"facts:{n}"] if self.small else Batch(f, None)
+                             for n, f in dirty_facts.items()}
+        objects, names = numbered["objects"].frame, numbered["names"].frame
+        forced = spark.createDataFrame(sorted(set(settings.forced)), "database string, schema string")
+        held = self.hold({"objects": interned_objects(objects, names), "edges": interned_edges(edges, objects),
+                          "indexes": interned_indexes(new.indexes, objects, names),
+                          "forced": interned_forced(forced, names), "old_clusters": interned_clusters(old.indexes, names)})
+        interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered["names"], held["forced"],
+                             held["old_clusters"])
+        base = {n: Batch(f, None) for n, f in interned_.relations(settings.dialect.clusters).items()}
         self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
                                  **self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
                                                               if n in base})})
-        return base, dictionary_
+        return base, dictionary(objects, names), objects
 
     def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
         """The input checks read back: a warning logged, the first problem raised (exit 2)."""
@@ -238,15 +258,21 @@ class _Run:
                                      f"project ({self.settings.new})")
                 raise InputError(_problem_line(line, details, total))
 
-    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, deployed: DataFrame, planned_new: DataFrame,
+    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, objects: DataFrame,
                 base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
         (one job), their statements, then every check of the plan (one job)."""
         settings, result = self.settings, self.result
+        deployed = objects.where(F.col("deployed")).select(
+            *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
+        planned_new = objects.where(F.col("in_new")).select(
+            *KEY, F.col("new_kind").alias("kind"), F.col("new_cluster").alias("cluster"),
+            F.col("new_replacement").alias("replacement"), "sql", "change")
         inputs = {relation: dirty.tuples[settings.dirty_relation(table)] for relation, table in DIRTY_SETS.items()}
         plan_base = {n: base[n] for n in settings.plan_checked.base if n in base}
-        decided = result.plan_evaluation = self.plan.evaluate({**plan_base, **inputs}, self.static,
-                                                              self._on_round(result.plan_rounds))
+        result.plan_inputs = {**plan_base, **inputs}
+        decided = result.plan_evaluation = self.plan.evaluate(result.plan_inputs, self.static,
+                                                              self._on_round(result.plan_rounds), self.hooks.on_static)
         steps = self.steps(base, decided, dictionary_)
         attributes = object_attributes(old.objects, new.objects, changed)
         outputs = named_outputs({"rules": (settings.checked, dirty), "plan": (settings.plan_checked, decided)},

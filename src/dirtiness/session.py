@@ -75,7 +75,11 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
     """Runtime SQL settings for the length of a block; the session's own come back afterwards."""
     saved = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
-        spark.conf.set(key, value)
+        try:
+            spark.conf.set(key, value)
+        except PySparkException as error:  # a server that keeps its own (Databricks serverless, Sail)
+            log.info("the session keeps its own %s (%s)", key, str(error).splitlines()[0][:200])
+            saved.pop(key)
     try:
         yield
     finally:

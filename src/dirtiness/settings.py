@@ -1,8 +1,11 @@
-"""A run's settings, resolved and validated once from the flags and the configuration.
+"""Every command's settings, resolved and validated once from the flags and the configuration.
 
-Everything a run needs is read here, before a SparkSession exists, so bad
-usage fails fast with exit 2; the defaults live in ``conf/job.yaml`` only
-(read strictly here: a key the file no longer has is a bug, not a default).
+``resolve`` gives a run's (``RunSettings``); the commands that read a run
+back (explain, report, select, apply) take theirs from ``config.read_settings``
+(no Spark there). Everything is read before a SparkSession exists, so bad
+usage fails fast with exit 2;
+the defaults live in ``conf/job.yaml`` only (read strictly here: a key the
+file no longer has is a bug, not a default).
 """
 
 from __future__ import annotations
@@ -153,3 +156,4 @@ def _positive(config: dict, key: str, allow_zero: bool = False, section: str = "
         wanted = "non-negative" if allow_zero else "positive"
         raise InputError(f"{section}{key}: expected a {wanted} integer, not {value!r}")
     return value
+

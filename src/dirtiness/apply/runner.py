@@ -33,6 +33,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..readback.run_tables import RunTables
+from ..config import ReadSettings
 from .log import ApplyLog, Event
 
 log = logging.getLogger("dirtiness")
@@ -75,7 +76,7 @@ class Operation:
 
 @dataclass
 class Settings:
-    parallel: int = 4
+    parallel: int = 4  # the command line takes apply.parallel from conf/job.yaml
     dry_run: bool = False
     resolve: dict[int, str] = field(default_factory=dict)  # seq -> succeeded | retry
     order: Callable[[list[Operation]], list[Operation]] | None = None  # the order within a step (tests shuffle)
@@ -105,11 +106,12 @@ def dry_run(operations: list[Operation], done: set[int]) -> str:
     return "\n".join(lines)
 
 
-def apply_plan(out: str, run_id: str | None, dsn: str | None, config: dict, settings: Settings) -> dict:
+def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
     """Apply a run's plan; returns a summary. ``ApplyError`` (exit 1) at the first failure."""
-    tables, operations = load_operations(out, run_id, settings.databases)
+    out = read.out
+    tables, operations = load_operations(out, read.run_id, settings.databases)
     run_id = tables.run_id
-    transactional = _transactional(tables.run, config)
+    transactional = _transactional(tables.run, read.transactional)
     journal = ApplyLog(out, run_id, attempt=uuid.uuid4().hex[:12])
     if settings.dry_run:
         done = {s for s, row in journal.states().items() if row["status"] == "succeeded"}
@@ -147,14 +149,13 @@ def apply_plan(out: str, run_id: str | None, dsn: str | None, config: dict, sett
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-def _transactional(run: dict, config: dict) -> bool:
+def _transactional(run: dict, dialects: dict[str, bool]) -> bool:
     """Whether the run's dialect has transactional DDL (runs before dialects were recorded: Materialize)."""
     name = run.get("dialect") or "materialize"
-    dialects = (config.get("plan") or {}).get("dialects") or {}
     if name not in dialects:
         raise InputError(f"run {run['run_id']} was planned for dialect {name!r}, which the configuration does not "
                          f"define (plan.dialects)")
-    return bool((dialects[name] or {}).get("transactional_ddl", False))
+    return dialects[name]
 
 
 def _settle(journal: ApplyLog, operations: list[Operation], database: "_Database", resolve: dict[int, str]) -> set[int]:

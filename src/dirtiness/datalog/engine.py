@@ -167,17 +167,21 @@ class Program:
         return wanted
 
     def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
-                 on_round: Callable[[RoundLog], None] | None = None) -> Evaluation:
+                 on_round: Callable[[RoundLog], None] | None = None,
+                 on_static: Callable[[int], None] | None = None) -> Evaluation:
         """The fixed point over the base relations (a relation not given is empty) and the static parts held
-        so far (``static_requests``); the others are held as their stratum starts."""
-        return _Evaluation(self, base, static or {}).run(on_round)
+        so far (``static_requests``); the others are held as their stratum starts (one job, then
+        ``on_static(stratum)``)."""
+        return _Evaluation(self, base, static or {}, on_static).run(on_round)
 
 
 class _Evaluation:
     """One evaluation: the relations, the variables, and the rounds run so far."""
 
-    def __init__(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> None:
+    def __init__(self, program: Program, base: dict[str, Batch], static: dict[str, Batch],
+                 on_static: Callable[[int], None] | None) -> None:
         self.program, self.checked, self.holding = program, program.checked, program.holding
+        self.on_static = on_static
         self.held = static
         self.spark = next(iter(base.values())).spark
         self.relations: dict[str, Batch] = {}
@@ -199,7 +203,8 @@ class _Evaluation:
         return self.variables[relation].tuples(self.spark)
 
     def vacuous(self, plan: RulePlan) -> bool:
-        """A rule with ``NOT R(_, ...)`` cannot fire while R holds anything (R is fixed while the rule runs)."""
+        """A rule with ``NOT R(_, ...)`` cannot fire while R holds anything (R is fixed while the rule runs).
+        A count not known (a view of blocks) is not taken for "holds something": the rule runs."""
         return any(a.negated and all_wildcards(a) and self.count(a.relation) for a in plan.rule.body)
 
     def run(self, on_round: Callable[[RoundLog], None] | None) -> Evaluation:
@@ -215,7 +220,7 @@ class _Evaluation:
 
     def run_stratum(self, stratum_no: int, stratum: tuple[str, ...], on_round) -> None:
         plans = [p for p in self.program.plans[stratum_no] if not self.vacuous(p)]
-        static = self.hold_static(plans)
+        static = self.hold_static(stratum_no, plans)
         known = Known(self.holding, self.keys)
         inputs = [*self.relations.values(), *static.values(), *(p for v in self.variables.values() for p in v.parts)]
         first, small = True, all(b.local for b in inputs)
@@ -256,7 +261,7 @@ class _Evaluation:
                 break
         self.batches[stratum_no] = [b.count for b in known.batches]
 
-    def hold_static(self, plans: list[RulePlan]) -> dict[tuple[int, int], Batch]:
+    def hold_static(self, stratum_no: int, plans: list[RulePlan]) -> dict[tuple[int, int], Batch]:
         """The static parts of the stratum's recursive rules: held with the base relations, or now (one job for
         those that read relations of lower strata)."""
         static, missing = {}, {}
@@ -273,6 +278,8 @@ class _Evaluation:
             small = all(b.local for b in self.relations.values())
             held = self.holding.hold_all({f"{i}:{d}": h for (i, d), h in missing.items()}, try_local=small)
             static.update({key: held[f"{key[0]}:{key[1]}"] for key in missing})
+            if self.on_static:
+                self.on_static(stratum_no)
         return static
 
     def new_tuples(self, found: list[DataFrame], known: Known, round_no: int) -> DataFrame:

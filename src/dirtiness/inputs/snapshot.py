@@ -290,13 +290,25 @@ def _read_table(spark: SparkSession, folder: str) -> DataFrame:
     files = [f for _, _, names in os.walk(folder) for f in names if not f.startswith((".", "_"))]
     extensions = {os.path.splitext(f)[1].lower() for f in files}
     if extensions <= {".parquet"} and extensions:
-        return spark.read.parquet(folder)
+        return spark.read.schema(_parquet_schema(folder)).parquet(folder)  # footers read here: no Spark job
     if extensions <= {".json", ".jsonl"} and extensions:
         return spark.read.json(folder)
     if extensions <= {".csv"} and extensions:
         return spark.read.option("header", True).csv(folder)
     raise InputError(f"{folder}: cannot tell the format (expected a Delta table or parquet, json or csv files, "
                      f"found {sorted(extensions) or 'no files'})")
+
+
+def _parquet_schema(folder: str) -> T.StructType:
+    """The schema of a folder of parquet files, from their footers (pyarrow), so Spark need not infer it."""
+    import pyarrow.dataset as pads
+
+    from ..store.delta import spark_schema_of
+
+    try:
+        return spark_schema_of(pads.dataset(folder, format="parquet").schema)
+    except Exception as error:  # noqa: BLE001 - any unreadable footer: one line naming the folder
+        raise InputError(f"{folder}: cannot read the parquet files: {str(error).splitlines()[0]}") from None
 
 
 def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> DataFrame:

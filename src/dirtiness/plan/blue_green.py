@@ -39,8 +39,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..model import KEY
-from .facts import DEP, NOT_UPSTREAM, SCHEMA, STATEFUL
-from .operations import Planning, cluster_creations, operations
+from ..changeset.catalog import NOT_UPSTREAM
+from .operations import DEP, STATEFUL, Planning, cluster_creations, operations
 from .statements import MOVED, kind_keyword, qualified, quoted, schema_name, to_render
 
 # The objects each phase orders, and by what: what they read first, or (dropping) what reads them first.

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from ..errors import InputError, PolicyError
 from ..inputs.snapshot import Snapshot, collect_problems, read_problems
 from ..model import KEY
-from .facts import SCHEMA
+from .operations import SCHEMA
 
 CREATING = ("stage", "post-swap", "setup")  # phases that build dependencies before dependents
 DROPPING = ("teardown", "cleanup")         # phases that drop dependents before dependencies

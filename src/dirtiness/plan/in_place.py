@@ -19,8 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..model import KEY
-from .facts import STATEFUL
-from .operations import Planning, cluster_creations, operations
+from .operations import STATEFUL, Planning, cluster_creations, operations
 from .statements import MOVED, kind_keyword, qualified, quoted, schema_name, to_render
 
 # The objects each phase orders, and by what: what they read first, or (dropping) what reads them first.

@@ -26,6 +26,10 @@ from ..model import KEY
 from .dialect import Dialect
 from .statements import RENDER, quoted
 
+STATEFUL = ("table", "source", "table-from-source")  # dropping loses data: destructive
+SCHEMA = ["database", "schema"]
+DEP = [f"dep_{k}" for k in KEY]
+
 PLAN_COLUMNS = T.StructType([
     T.StructField("phase", T.StringType()),
     T.StructField("phase_order", T.IntegerType()),

@@ -95,8 +95,9 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
         frame_schema = T.StructType([*rows.schema.fields, T.StructField("references", REFERENCES)])
         return holding.map_arrow(local_batch(rows.spark, with_refs, frame_schema), function, schema)
     grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
-    joined = rows.frame.join(grouped, MOVED[:3], "left")
-    return holding.hold(joined.mapInArrow(function, schema), try_local=False)
+    with_sql = rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left")
+    without = rows.frame.where(F.col("sql").isNull()).select(*keep, "statement", "verbatim", "error")
+    return holding.hold(with_sql.mapInArrow(function, schema).unionByName(without), try_local=False)
 
 
 def _renderer(parser: str, verbatim_kinds: tuple[str, ...], kept: list[str], schema: T.StructType):

@@ -5,7 +5,10 @@ that caused it and the round. Following ``cause`` from table to table walks
 back, one round at a time, to a seed: a changed statement or a forced
 schema. Nothing is recomputed; ``run_relations`` says which table holds each
 relation's tuples. Beside the chain, the object's surroundings (schema,
-clusters, dependencies, clean or dirty) and its operations in the plan.
+clusters, dependencies, clean or dirty), its operations in the plan, and the
+plan's decisions about it: each a tuple of the strategy's rules
+(``plan_decisions``), whose chain is walked the same way, through the dirty
+sets, back to a seed ("why is X staged / swapped / dropped").
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from .run_tables import RunTables
 
 NOT_KEYS = {"run_id", "kind", "change", "tool_id", "rule", "cause", "round"}  # detail and provenance columns
 DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
+DECISIONS = "plan_decisions"
+DECISION_KEYS = {3: ("database", "schema", "name"), 2: ("database", "schema"), 1: ("cluster",)}  # by parts
 
 
 class BrokenChain(RuntimeError):
@@ -38,6 +43,7 @@ class Link:
     seed: bool = False
     change: str | None = None   # of a changed statement
     written: bool = True        # False: a derived relation the run does not write; the chain stops here
+    reason: str | None = None   # a plan decision's reason, as the plan row gives it
 
 
 @dataclass
@@ -64,6 +70,8 @@ class Explanation:
     chain: list[Link] = field(default_factory=list)
     surroundings: list[Neighbour] = field(default_factory=list)
     plan: list[dict] = field(default_factory=list)
+    decisions: list[dict] = field(default_factory=list)  # the plan's decisions about it: relation, rule, reason
+    decision_chain: list[Link] = field(default_factory=list)  # why the first of them holds
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -99,7 +107,23 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     else:
         explanation.surroundings = _schema_surroundings(tables, parts[0], parts[1])
         explanation.plan = _plan_rows(tables, object_type="schema", database=parts[0], schema=parts[1])
+    decided = _decisions(tables, parts)
+    explanation.decisions = [{k: row[k] for k in ("relation", "rule", "cause", "round", "reason")} for row in decided]
+    if decided:
+        first = Fact(decided[0]["relation"], _args(kind, parts))
+        explanation.decision_chain = _chain(tables, relations, first)
     return explanation
+
+
+def _decisions(tables: RunTables, parts: tuple[str, ...]) -> list[dict]:
+    """The plan's decisions about an object (three parts), a schema (two) or a cluster (one), earliest first
+    (those that give a reason before those that pass it on through their cause)."""
+    if not tables.has(DECISIONS):
+        return []  # a run written before the plan was rules
+    keys = DECISION_KEYS[len(parts)]
+    rows = [r for r in tables.rows(DECISIONS, **dict(zip(keys, parts)))
+            if all(r[k] is None for k in ("database", "schema", "name", "cluster") if k not in keys)]
+    return sorted(rows, key=lambda r: (r["reason"] is None, r["round"], r["relation"]))
 
 
 def _require_known(tables: RunTables, kind: str, parts: tuple[str, ...], name: str) -> None:
@@ -144,7 +168,7 @@ def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> 
                 raise BrokenChain(f"{fact.relation} is not written by run {tables.run_id}")
             chain.append(Link(str(fact), fact.relation, None, written=False))
             return chain
-        rows = _lookup(tables, table, fact.parts)
+        rows = _lookup(tables, table, fact.parts, fact.relation)
         if not rows:
             if chain:
                 raise BrokenChain(f"{chain[-1].fact} was caused by {fact}, which {table} does not hold "
@@ -154,15 +178,22 @@ def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> 
         if table.startswith("facts/"):  # a base fact: the seed
             chain.append(Link(str(fact), fact.relation, table, seed=True, change=row.get("change")))
             return chain
-        chain.append(Link(str(fact), fact.relation, table, round=row["round"], rule=row["rule"], cause=row["cause"]))
+        chain.append(Link(str(fact), fact.relation, table, round=row["round"], rule=row["rule"], cause=row["cause"],
+                          reason=row.get("reason")))
         seen.add(str(fact))
         fact = parse_fact(row["cause"])
         if str(fact) in seen:
             raise BrokenChain(f"the causes of {start} loop back to {fact} in run {tables.run_id}")
 
 
-def _lookup(tables: RunTables, table: str, parts: tuple[str, ...]) -> list[dict]:
-    """The rows of ``table`` whose key columns (all but detail and provenance) are ``parts``."""
+def _lookup(tables: RunTables, table: str, parts: tuple[str, ...], relation: str | None = None) -> list[dict]:
+    """The rows of ``table`` whose key columns (all but detail and provenance) are ``parts``; in
+    ``plan_decisions``, the rows of ``relation`` whose object, schema or cluster it is."""
+    if table == DECISIONS:
+        keys = DECISION_KEYS.get(len(parts))
+        if keys is None:
+            raise BrokenChain(f"{show_name(parts)} is not an object, schema or cluster of {table}")
+        return tables.rows(table, relation=relation, **dict(zip(keys, parts)))
     keys = [c for c in tables.columns(table) if c not in NOT_KEYS]
     if len(keys) != len(parts):
         raise BrokenChain(f"{show_name(parts)} does not fit the key columns ({', '.join(keys)}) of {table}")
@@ -252,18 +283,7 @@ def format_text(e: Explanation) -> str:
     """The explanation as a few aligned lines for a terminal."""
     lines = [f"{e.kind} {e.name} is {'dirty' if e.dirty else 'not dirty'} in run {e.run_id} (rules: {e.rules})"]
     if e.dirty:
-        width = max(len(link.fact) for link in e.chain)
-        rule_width = max([len(link.rule or "") for link in e.chain] + [4])
-        lines.append(f"  {'round':<6} {'fact':<{width}}  {'rule':<{rule_width}}  cause")
-        for link in e.chain:
-            if link.seed:
-                what = link.change or "base fact"
-                lines.append(f"  {'seed':<6} {link.fact:<{width}}  {what}")
-            elif not link.written:
-                lines.append(f"  {'':<6} {link.fact:<{width}}  (not written by this run: add {link.relation} to "
-                             f"`outputs` in the configuration to follow it further)")
-            else:
-                lines.append(f"  {link.round:<6} {link.fact:<{width}}  {link.rule:<{rule_width}}  {link.cause}")
+        lines += _chain_lines(e.chain)
     elif e.kind == "object":
         lines.append("  not changed" if e.change is None else f"  changed ({e.change})")
     if e.surroundings:
@@ -282,4 +302,29 @@ def format_text(e: Explanation) -> str:
             lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {statement}{mark}{why}")
     elif e.dirty:
         lines.append("in the plan: no operation of its own")
+    if e.decisions:
+        lines.append("the plan's decisions:")
+        for d in e.decisions:
+            reason = f": {d['reason']}" if d["reason"] else ""
+            lines.append(f"  {d['relation']} (rule {d['rule']}, round {d['round']}){reason}")
+        lines.append(f"why {e.decision_chain[0].fact}:" if e.decision_chain else "why: (not recorded)")
+        lines += _chain_lines(e.decision_chain)
     return "\n".join(lines)
+
+
+def _chain_lines(chain: list[Link]) -> list[str]:
+    if not chain:
+        return []
+    width = max(len(link.fact) for link in chain)
+    rule_width = max([len(link.rule or "") for link in chain] + [4])
+    lines = [f"  {'round':<7} {'fact':<{width}}  {'rule':<{rule_width}}  cause"]
+    for link in chain:
+        round_ = f"plan {link.round}" if link.table == DECISIONS else str(link.round)  # the strategy's rules
+        if link.seed:
+            lines.append(f"  {'seed':<7} {link.fact:<{width}}  {link.change or 'base fact'}")
+        elif not link.written:
+            lines.append(f"  {'':<7} {link.fact:<{width}}  (not written by this run: add {link.relation} to "
+                         f"`outputs` in the configuration to follow it further)")
+        else:
+            lines.append(f"  {round_:<7} {link.fact:<{width}}  {link.rule:<{rule_width}}  {link.cause}")
+    return lines

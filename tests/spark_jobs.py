@@ -1,0 +1,8 @@
+"""How many Spark jobs a classic session has started: job ids are sequential, the status tracker keeps only
+the latest ``spark.ui.retainedJobs`` of them, so the newest id counts, not the length of the list."""
+
+
+def jobs_started(spark) -> int:
+    context = spark.sparkContext
+    context._jsc.sc().listenerBus().waitUntilEmpty(10_000)  # status updates arrive through the listener bus
+    return max(context.statusTracker().getJobIdsForGroup(None), default=-1) + 1
