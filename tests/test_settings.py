@@ -16,6 +16,7 @@ def test_defaults_come_from_the_configuration_file():
     assert (settings.holding.local_rows, settings.interning_buckets) == (config["local_rows"],
                                                                          config["interning_buckets"])
     assert settings.holding.lazy_checkpoints is config["lazy_checkpoints"] is True
+    assert settings.holding.serialized_checkpoints is config["serialized_checkpoints"] is True
     assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
     assert settings.small_catalog_objects == config["spark"]["small_catalog_objects"]
     assert settings.small_catalog_conf == {  # as the session takes them: strings, booleans in lower case
@@ -41,6 +42,7 @@ def test_a_bad_input_format_is_named():
 @pytest.mark.parametrize("key, value, message", [
     ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
     ("lazy_checkpoints", "no", "lazy_checkpoints: expected true or false, not 'no'"),
+    ("serialized_checkpoints", 1, "serialized_checkpoints: expected true or false, not 1"),
     ("interning_buckets", 0, "interning_buckets: expected a positive integer, not 0"),
     ("delta_backend", "parquet", "delta_backend: expected auto, spark or deltalake, not 'parquet'"),
     ("outputs", {"DirtyStmt": "dirty_stmts"}, "outputs must name the tables dirty_clusters, dirty_schemas"),

@@ -154,14 +154,23 @@ class Holding:
     (Sail) turns this off and pays a job more for each frame held as blocks.
     ``partitions``: how many hash partitions blocks held by keys get (the
     session's shuffle partitions, so that joins and aggregations on those
-    keys find them already partitioned).
+    keys find them already partitioned). ``serialized_checkpoints``: blocks
+    are kept as bytes (spilled to disk past the storage memory), not as
+    Java objects, whose size Spark only estimates: at 1M objects a run holds
+    some 16 million rows, and held as objects they overran a 4 GB heap.
     """
 
     local_rows: int = 10_000
     lazy_checkpoints: bool = True
     partitions: int = 1
+    serialized_checkpoints: bool = True
 
     def checkpoint(self, frame: DataFrame) -> DataFrame:
+        if self.serialized_checkpoints:
+            from pyspark import StorageLevel
+
+            # PySpark's storage levels are serialized: this is the JVM's MEMORY_AND_DISK_SER
+            return frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=StorageLevel.MEMORY_AND_DISK)
         return frame.localCheckpoint(eager=not self.lazy_checkpoints)
 
     def hold(self, frame: DataFrame | Hold, try_local: bool = True) -> Batch:
