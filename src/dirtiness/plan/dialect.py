@@ -8,6 +8,7 @@ with a fixed keyword such as ``MATERIALIZED VIEW``), on Spark.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -98,16 +99,10 @@ class Dialect:
 
     def render(self, template: str, **values: Column) -> Column:
         """The template with each ``{placeholder}`` replaced by a Column's value."""
-        text = self.templates[template]
         parts: list[Column] = []
-        while text:
-            start = text.find("{")
-            if start < 0:
-                parts.append(F.lit(text))
-                break
-            end = text.index("}", start)
-            if start:
-                parts.append(F.lit(text[:start]))
-            parts.append(values[text[start + 1:end]])
-            text = text[end + 1:]
+        for literal, field, _, _ in string.Formatter().parse(self.templates[template]):
+            if literal:
+                parts.append(F.lit(literal))
+            if field is not None:
+                parts.append(values[field])
         return F.concat(*parts)
