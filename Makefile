@@ -47,10 +47,10 @@ run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
 		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
 
-# Everything, with the real parts, in two workers: the tests that share the SparkSession in one,
-# those that start their own processes beside them.
+# Everything, with the real parts, in two workers, each with its own SparkSession: a module's tests
+# in one worker (its runs computed once), the modules with the slowest tests handed out first.
 test: setup airflow system
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The fast tier for the inner loop: the pure-Python tests, no Spark session (seconds).
 check: setup

@@ -6,7 +6,7 @@ spark-submit, everything else from conf/job.yaml and the flags.
 
 import sys
 
-from dirtiness.cli import main
+from dirtiness.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main(["run", *sys.argv[1:]], set_master=False))
+    entry(["run", *sys.argv[1:]], set_master=False)

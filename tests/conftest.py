@@ -1,11 +1,16 @@
-"""One SparkSession for the whole test run (startup costs 7-10 s), and the suite in tiers.
+"""One SparkSession per test process (startup costs 7-10 s), and the suite in tiers.
 
 Tier 1, pure Python (parsing, checking, settings, SQL rewriting, read-back of
-hand-made tables, report layout), runs first and needs no Spark session;
-``pytest -m "not spark"`` runs it alone in seconds. Tier 2 shares one session,
-one run of the bundled example (``example_run``) and one run of the seed
-scenarios (``seeds``). Tests that start their own processes or servers
-(spark-submit, PostgreSQL, Chromium) come last.
+hand-made tables, report layout), needs no Spark session; ``pytest -m "not spark"``
+runs it alone in seconds. Tier 2 shares the process's session, its run of the
+bundled example (``example_run``) and of the seed scenarios (``seeds``). Tier 3
+starts its own processes or servers (spark-submit, Spark Connect, PostgreSQL,
+Chromium).
+
+``make test`` runs two workers (``pytest -n 2 --dist loadfile
+--no-loadscope-reorder``): each has its own session; a module's tests stay in
+one worker (its module-scoped runs are computed once), and the modules with the
+slowest tier are handed out first.
 """
 
 import json
@@ -22,12 +27,12 @@ from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
 EXAMPLE = PROJECT_ROOT / "examples"
-# One session serves ~40 job runs: a larger heap than one production run needs (the status store is
+# One session serves ~20 job runs: a larger heap than one production run needs (the status store is
 # kept small by conf/job.yaml already).
 # Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
 # hash table takes at least one, however few its rows; the suite's hundreds of tiny broadcasts held
 # gigabytes. Not for the job: at 1M objects its sorts ran many times slower with 2 MiB pages.
-TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "8g",
+TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "6g",
               "spark.ui.dagGraph.retainedRootRDDs": 50, "spark.buffer.pageSize": "2m"}
 
 
@@ -55,14 +60,15 @@ def seeds(spark, tmp_path_factory):
     """The explain scenarios written by one real run (run id ``seeds``): (output root, scenarios)."""
     from seeds import run_seeds
 
-    return run_seeds(spark, tmp_path_factory)
+    return run_seeds(spark, tmp_path_factory.mktemp("seeds"))
 
 
 OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browsers
 
 
 def pytest_collection_modifyitems(config, items):
-    """Pure tests first, then Spark tests, then those with their own processes; each tier keeps file order."""
+    """Tests with their own processes first, then Spark tests, then pure ones; each tier keeps file order.
+    The slow first: two workers take modules as they free up, so the quick ones fill in at the end."""
     def tier(item) -> int:
         names = set(getattr(item, "fixturenames", ()))
         if names & set(OWN_PROCESSES) or item.get_closest_marker("processes"):
@@ -72,21 +78,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if tier(item):
             item.add_marker(pytest.mark.spark)
-        item.add_marker(pytest.mark.xdist_group(_group(item, tier(item))))
-    items.sort(key=tier)  # stable: file order within a tier
-
-
-def _group(item, tier: int) -> str:
-    """The worker a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``): the tests that
-    share the session (and its example and seeds runs) in one, those sharing a server in one, the others
-    spread; so each shared thing is made once."""
-    names = set(getattr(item, "fixturenames", ()))
-    if "spark" in names:
-        return "session"
-    for shared in OWN_PROCESSES:
-        if shared in names:
-            return shared
-    return item.nodeid
+    items.sort(key=lambda item: -tier(item))  # stable: file order within a tier
 
 
 @dataclass

@@ -25,9 +25,8 @@ def explain_scenarios():
     return s
 
 
-def run_seeds(spark, tmp_path_factory):
-    """The explain scenarios written by one real run: (output root, scenarios)."""
-    folder = tmp_path_factory.mktemp("seeds")
+def run_seeds(spark, folder):
+    """The explain scenarios written by one real run into ``folder``: (output root, scenarios)."""
     scenarios = explain_scenarios()
     old, new, forced = batch_documents(scenarios)
     for name, document in (("old", old), ("new", new)):

@@ -3,6 +3,7 @@
 ``spark-submit`` sends the job to it; the rows must be the local run's.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -64,9 +65,13 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_local_rows(standalone, e
     run = subprocess.run(
         [submit, "--master", url, "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g",
          str(PROJECT_ROOT / "jobs" / "compute_dirty.py"), "--old", str(EXAMPLE / "old.yaml"),
-         "--new", str(EXAMPLE / "new.yaml"), "--out", str(out), "--run-id", "example"],
+         "--new", str(EXAMPLE / "new.yaml"), "--out", str(out), "--run-id", "example",
+         "--summary-json", str(tmp_path / "summary.json")],
         env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    printed = run.stdout + run.stderr  # spark-submit's PythonRunner merges the driver's stderr into its stdout
+    assert "run example: succeeded" in printed and "round 1 (stratum 0)" in printed  # summary, per-round log
+    assert json.loads((tmp_path / "summary.json").read_text())["counts"] == example_run.summary["counts"]
     executors = list((folder / "work").glob("app-*/*"))
     assert len(executors) == 2, executors  # one executor JVM on each worker
     assert_same_rows(example_run.out, out)

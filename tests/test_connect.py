@@ -1,12 +1,13 @@
-"""`dirtiness run --remote sc://...`: the same job through a real Spark Connect server gives the same rows."""
+"""`dirtiness run --remote sc://...`: the same job through a real Spark Connect server gives the same rows.
+
+The seed scenarios through the Spark Connect protocol: test_sail.py (a Sail server).
+"""
 
 import os
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
-from catalogs import batch_documents
 from local_servers import assert_same_rows, free_port, run_remote, serving
 
 from dirtiness.config import PROJECT_ROOT
@@ -32,16 +33,6 @@ def connect_server(tmp_path_factory):
 def test_the_example_through_spark_connect_gives_the_classic_rows(connect_server, example_run, tmp_path):
     run_remote(connect_server, tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
     assert_same_rows(example_run.out, tmp_path / "out")
-
-
-@pytest.mark.processes
-def test_the_seed_scenarios_through_spark_connect_give_the_classic_rows(connect_server, seeds, tmp_path):
-    classic_out, scenarios = seeds
-    folder = Path(classic_out).parent  # the seeds run's own old.yaml and new.yaml
-    _, _, forced = batch_documents(scenarios)
-    run_remote(connect_server, tmp_path / "out", "seeds", folder / "old.yaml", folder / "new.yaml",
-               "--allow-destructive", *(f"--forced-schema={schema}" for schema in forced))
-    assert_same_rows(Path(classic_out), tmp_path / "out")
 
 
 def test_the_package_uses_nothing_spark_connect_lacks():

@@ -40,10 +40,11 @@ def test_run_succeeds_and_summarizes(example_run, expected):
 def test_a_small_catalog_computes_with_the_small_data_settings_then_restores_the_sessions(spark, example_run):
     assert example_run.summary["small_catalog"] is True  # 22 objects, at most spark.small_catalog_objects
     # the shared session has its own settings back: the suite's partitions, the job's adaptive execution,
-    # and no whole-stage setting of its own
+    # and no code generation setting of its own
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
     assert spark.conf.get("spark.sql.codegen.wholeStage", None) is None
+    assert spark.conf.get("spark.sql.codegen.factoryMode", None) is None
 
 
 def test_tables_are_real_delta_read_by_every_engine(spark, example_run, expected):

@@ -144,8 +144,8 @@ class NoSpark(importlib.abc.MetaPathFinder):
         if name == "pyspark" or name.startswith("pyspark."):
             raise ImportError("read-back must not import " + name)
 sys.meta_path.insert(0, NoSpark())
-from dirtiness.cli import main
-sys.exit(main(sys.argv[1:]))
+from dirtiness.cli import entry
+entry(sys.argv[1:])
 """
 
 

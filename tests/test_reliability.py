@@ -1,6 +1,7 @@
 """Unattended runs: bad input answered in one line, nothing half-published, safe retries."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import yaml
 from cli_output import error_lines
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
+from dirtiness import session
 from dirtiness.cli import main
 from dirtiness.config import load_config
 from dirtiness.pipeline import Hooks, compute, run
@@ -263,24 +265,25 @@ def test_concurrent_runs_into_one_root_give_the_same_rows(spark, tmp_path):
     assert len(table_rows(out, "dirty_stmts", "c0")) == 7
 
 
-def test_if_changed_skips_unchanged_inputs(spark, tmp_path, capsys):
-    out = str(tmp_path / "out")
-    argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", out, "--if-changed"]
-    assert main([*argv, "--run-id", "first"]) == 0
-    runs = pl.read_delta(os.path.join(out, "runs")).to_dicts()
+def test_if_changed_skips_unchanged_inputs(example_run, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    shutil.copytree(example_run.out, out)  # the example's run, with the default settings
+    runs = pl.read_delta(str(out / "runs")).to_dicts()
     assert runs[0]["new_fingerprint"].startswith("sha256:") and runs[0]["strategy"] == "blue-green"
-    capsys.readouterr()
+    argv = ["run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW, "--out", str(out), "--if-changed"]
     page = tmp_path / "report.html"
-    assert main([*argv, "--run-id", "second", "--report", str(page)]) == 0
-    assert "run second: skipped: inputs, rules and configuration are unchanged since run first" in \
+    with monkeypatch.context() as patched:  # the runs table is read before any Spark session starts
+        patched.setattr(session, "build_session", lambda *a, **k: pytest.fail("a skipped run started Spark"))
+        assert main([*argv, "--run-id", "second", "--report", str(page)]) == 0
+    assert "run second: skipped: inputs, rules and configuration are unchanged since run example" in \
         capsys.readouterr().out
-    assert "dirtiness run <span class=\"mono\">first</span>" in page.read_text()  # the run that stands
+    assert "dirtiness run <span class=\"mono\">example</span>" in page.read_text()  # the run that stands
     assert main([*argv, "--run-id", "third", "--strategy", "in-place"]) == 0  # other settings: computed
-    assert sorted(r["run_id"] for r in published(out)) == ["first", "third"]
+    assert sorted(r["run_id"] for r in published(str(out))) == ["example", "third"]
 
 
 @pytest.mark.processes
-def test_sigkill_mid_run_then_retry(tmp_path):
+def test_sigkill_mid_run_then_retry(spark, tmp_path):  # the retry runs in this process
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "dirtiness.cli", "run", "--old", EXAMPLE_OLD, "--new", EXAMPLE_NEW,
             "--out", str(out), "--run-id", "killed"]

@@ -5,6 +5,7 @@ from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.config import load_config
 from dirtiness.errors import InputError
+from dirtiness.session import session_settings
 from dirtiness.settings import RunParams, resolve
 
 PARAMS = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", run_id="r1")
@@ -22,6 +23,10 @@ def test_defaults_come_from_the_configuration_file():
     assert settings.small_catalog_conf == {  # as the session takes them: strings, booleans in lower case
         key: str(value).lower() if isinstance(value, bool) else str(value)
         for key, value in config["spark"]["small_catalog_conf"].items()}
+    local = {**settings.small_catalog_conf, **settings.local_catalog_conf}
+    assert settings.small_catalog_settings(settings.holding.local_rows) == local  # held as rows: interpreted
+    assert settings.small_catalog_settings(settings.holding.local_rows + 1) == settings.small_catalog_conf
+    assert settings.local_catalog_conf == {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
     assert settings.compute_conf["spark.sql.adaptive.enabled"] == "false"  # one job a round
     assert settings.compute_conf["spark.sql.autoBroadcastJoinThreshold"] == "-1"
     assert settings.plan_checked.path.endswith("plan_blue_green.dl")
@@ -53,3 +58,39 @@ def test_bad_settings_are_named(key, value, message):
     with pytest.raises(InputError) as error:
         resolve(PARAMS, config)
     assert message in str(error.value)
+
+
+class _Conf:
+    def __init__(self, values: dict) -> None:
+        self.values = dict(values)
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.values[key] = value
+
+    def unset(self, key):
+        self.values.pop(key, None)
+
+
+class _Session:
+    def __init__(self, values: dict) -> None:
+        self.conf = _Conf(values)
+
+
+def test_overlapping_settings_blocks_give_the_session_its_own_back():
+    """Two runs sharing a session from two threads: the first to leave must not restore under the other."""
+    session = _Session({"spark.sql.shuffle.partitions": "2"})
+    first, second = (session_settings(session, {"spark.sql.shuffle.partitions": "1", "x": "on"}) for _ in range(2))
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert session.conf.values == {"spark.sql.shuffle.partitions": "1", "x": "on"}  # the second still computes
+    second.__exit__(None, None, None)
+    assert session.conf.values == {"spark.sql.shuffle.partitions": "2"}  # its own value back, x unset again
+    with session_settings(session, {"spark.sql.shuffle.partitions": "4"}):
+        with session_settings(session, {"x": "on"}):
+            assert session.conf.values == {"spark.sql.shuffle.partitions": "4", "x": "on"}
+        assert session.conf.values == {"spark.sql.shuffle.partitions": "4"}
+    assert session.conf.values == {"spark.sql.shuffle.partitions": "2"}

@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 from .apply.runner import ApplyError
 
@@ -163,7 +164,7 @@ def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
 
 def _run(args, set_master: bool) -> int:
     from .pipeline import run
-    from .publish import format_summary, latest_succeeded
+    from .publish import format_summary, unchanged_in, unchanged_since
     from .session import build_session
     from .settings import FINGERPRINTS, RunParams, resolve
     from .store.delta import DeltaStore, choose_backend
@@ -174,10 +175,14 @@ def _run(args, set_master: bool) -> int:
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
-    spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
-    store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
-    latest = latest_succeeded(store) if args.if_changed else None
-    if latest and all(latest.get(k) == settings.fingerprints[k] for k in FINGERPRINTS):
+    fingerprints = {k: settings.fingerprints[k] for k in FINGERPRINTS}
+    latest = unchanged_since(settings.out, fingerprints) if args.if_changed else None
+    if latest is None:
+        spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
+        if args.if_changed:  # what delta-rs could not read, the session's store may
+            latest = unchanged_in(DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend)),
+                                  fingerprints)
+    if latest:
         summary = {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],
                    "fingerprints": settings.fingerprints}
         print(f"run {settings.run_id}: skipped: inputs, rules and configuration are unchanged since "
@@ -304,15 +309,15 @@ def _report_failure(read: ReadSettings, html: str) -> None:
         logging.getLogger("dirtiness").warning("could not write the report of the failed run: %s", error)
 
 
-def entry() -> None:
-    """The ``dirtiness`` process: exit with ``main``'s code, not with a crash at interpreter shutdown.
+def entry(argv: list[str] | None = None, set_master: bool = True) -> NoReturn:
+    """A process (``dirtiness``, the spark-submit job): exit with ``main``'s code, not a crash at shutdown.
 
     Arrow's C++ thread pools can abort an exiting interpreter after the work is
     done ("terminate called without an active exception", SIGABRT), which a
     scheduler would read as a failed task. By now every table is committed and
     every line printed, so the process flushes and leaves at once.
     """
-    code = main()
+    code = main(argv, set_master)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

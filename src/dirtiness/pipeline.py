@@ -99,6 +99,7 @@ class RunResult:
     plan_evaluation: Evaluation | None = None                  # the strategy's rules' fixed point
     plan_inputs: dict[str, Batch] = field(default_factory=dict)  # its base relations, as ids (for the checks)
     small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
+    objects: int = 0               # objects in both snapshots together
 
     @property
     def phases(self) -> dict[str, int]:
@@ -127,11 +128,13 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     with session_settings(spark, settings.compute_conf):
         with clock("load"):
             loaded = load_snapshots(spark, settings.inputs)
+        result.objects = loaded.objects
         result.small_catalog = bool(settings.small_catalog_objects
                                     and loaded.objects <= settings.small_catalog_objects)
+        conf = settings.small_catalog_settings(loaded.objects) if result.small_catalog else {}
         if result.small_catalog:
-            log.info("small catalog (%d objects): computed with %s", loaded.objects, settings.small_catalog_conf)
-        with session_settings(spark, settings.small_catalog_conf if result.small_catalog else {}):
+            log.info("small catalog (%d objects): computed with %s", loaded.objects, conf)
+        with session_settings(spark, conf):
             _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
     return result
 

@@ -75,6 +75,7 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
         "strategy": settings.strategy,
         "delta_backend": store.backend,
         "small_catalog": result.small_catalog,
+        "objects": result.objects,
         "counts": counts,
         "plan": result.phases,
         "needing_attention": report.needing_attention,
@@ -118,12 +119,31 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
     }
 
 
-def latest_succeeded(store: DeltaStore) -> dict | None:
-    """The ``runs`` row of the latest succeeded run under the output root, if any."""
-    if not store.exists("runs"):
+def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
+    """The ``runs`` row of the latest succeeded run under the output root if it had these fingerprints."""
+    return _same(_latest(store.rows("runs")), fingerprints) if store.exists("runs") else None
+
+
+def unchanged_since(out: str, fingerprints: dict[str, str]) -> dict | None:
+    """The latest succeeded run under ``out`` if it had these fingerprints, read with delta-rs before any
+    Spark session starts (a skipped run starts no JVM). None also where delta-rs cannot tell (no runs
+    table, a store or table feature it cannot read): the run then checks again through its session."""
+    from deltalake import DeltaTable
+
+    try:
+        latest = _latest(DeltaTable(os.path.join(out, "runs")).to_pyarrow_table().to_pylist())
+    except Exception:  # noqa: BLE001 - unknown here is not an error: the session's check decides
         return None
-    rows = [r for r in store.rows("runs") if r["status"] == "succeeded"]
-    return max(rows, key=lambda r: (r["finished_at"], r["run_id"])) if rows else None
+    return _same(latest, fingerprints)
+
+
+def _same(run: dict | None, fingerprints: dict[str, str]) -> dict | None:
+    return run if run and all(run.get(k) == v for k, v in fingerprints.items()) else None
+
+
+def _latest(rows: list[dict]) -> dict | None:
+    done = [r for r in rows if r["status"] == "succeeded"]
+    return max(done, key=lambda r: (r["finished_at"], r["run_id"])) if done else None
 
 
 def format_summary(summary: dict) -> str:

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from typing import Iterator
 
 from pyspark.errors import PySparkException
@@ -70,21 +71,48 @@ def spark_settings(conf: dict | None) -> dict[str, str]:
     return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in (conf or {}).items()}
 
 
+class _Borrowed:
+    """The settings blocks hold on one session: its own values, and how many blocks hold each key."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.own: dict[str, str | None] = {}
+        self.holders: dict[str, int] = {}
+
+
 @contextlib.contextmanager
 def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Runtime SQL settings for the length of a block; the session's own come back afterwards."""
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        try:
-            spark.conf.set(key, value)
-        except PySparkException as error:  # a server that keeps its own (Databricks serverless, Sail)
-            log.info("the session keeps its own %s (%s)", key, str(error).splitlines()[0][:200])
-            saved.pop(key)
+    """Runtime SQL settings for the length of a block; the session's own come back afterwards.
+
+    Runs may share a session from several threads (a notebook, a service): the session's own value
+    of a key is saved by the first block that sets it and put back by the last to leave, so blocks
+    that overlap never restore each other's values. (What they set meanwhile is shared: these settings
+    change how a run is executed, never its rows.)
+    """
+    borrowed = spark.__dict__.setdefault("_dirtiness_settings", _Borrowed())  # per session, not per module
+    taken = []
+    with borrowed.lock:
+        for key, value in settings.items():
+            own = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except PySparkException as error:  # a server that keeps its own (Databricks serverless, Sail)
+                log.info("the session keeps its own %s (%s)", key, str(error).splitlines()[0][:200])
+                continue
+            if not borrowed.holders.get(key):
+                borrowed.own[key] = own
+            borrowed.holders[key] = borrowed.holders.get(key, 0) + 1
+            taken.append(key)
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        with borrowed.lock:
+            for key in taken:
+                borrowed.holders[key] -= 1
+                if borrowed.holders[key]:
+                    continue
+                own = borrowed.own.pop(key)
+                if own is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, own)

@@ -70,11 +70,17 @@ class RunSettings:
     compute_conf: dict[str, str]          # the session's settings while a run computes
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
     small_catalog_conf: dict[str, str]    # the session's settings on that path, while compute runs
+    local_catalog_conf: dict[str, str]    # and on top of them, for a catalog held as rows (local_rows)
     deploy_suffix: str                    # the template, filled from the run id by the planner
     delta_backend: str
     fingerprints: dict[str, str]
     inputs: dict[str, Document | str] = field(default_factory=dict, compare=False, repr=False)  # old, new: a
     # document parsed and validated before Spark started, or the path of a table-form snapshot
+
+    def small_catalog_settings(self, objects: int) -> dict[str, str]:
+        """The session's settings for a small catalog of this many objects (both snapshots)."""
+        local = objects <= self.holding.local_rows
+        return {**self.small_catalog_conf, **(self.local_catalog_conf if local else {})}
 
     def dirty_relation(self, table: str) -> str:
         """The derived relation the configuration writes to ``table`` (``dirty_stmts``: ``DirtyStmt``)."""
@@ -133,6 +139,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         compute_conf=spark_settings(config["spark"]["compute_conf"]),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
+        local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints, inputs=inputs)
 
