@@ -131,8 +131,7 @@ def main() -> None:
                             and summary["rounds"] == golden["rounds"])
     if not args.no_floor:
         facts = DeltaStore(spark, out)
-        small = settings.small_catalog_settings(summary["objects"]) if summary["small_catalog"] else {}
-        with session_settings(spark, {**settings.compute_conf, **small}):
+        with session_settings(spark, {**settings.compute_conf, **settings.small_catalog_settings(summary["objects"])}):
             # under the session settings the run computed with
             floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id))
         report["floor_rounds"] = floor

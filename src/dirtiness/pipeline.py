@@ -129,9 +129,8 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
         with clock("load"):
             loaded = load_snapshots(spark, settings.inputs)
         result.objects = loaded.objects
-        result.small_catalog = bool(settings.small_catalog_objects
-                                    and loaded.objects <= settings.small_catalog_objects)
-        conf = settings.small_catalog_settings(loaded.objects) if result.small_catalog else {}
+        result.small_catalog = settings.small_catalog(loaded.objects)
+        conf = settings.small_catalog_settings(loaded.objects)
         if result.small_catalog:
             log.info("small catalog (%d objects): computed with %s", loaded.objects, conf)
         with session_settings(spark, conf):
@@ -152,7 +151,7 @@ class _Run:
         self.settings, self.spark, self.hooks, self.clock, self.result = settings, spark, hooks, clock, result
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.holding = replace(settings.holding, partitions=partitions)
-        self.small = result.small_catalog and objects <= settings.holding.local_rows  # worth trying rows first
+        self.small = settings.held_as_rows(objects)  # worth trying rows first
         self.dirty = Program(settings.checked, self.holding, "dirty")
         self.plan = Program(settings.plan_checked, self.holding, "plan")
 

@@ -93,13 +93,14 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
     taken = []
     with borrowed.lock:
         for key, value in settings.items():
-            own = spark.conf.get(key, None)
+            first = not borrowed.holders.get(key)
+            own = spark.conf.get(key, None) if first else None
             try:
                 spark.conf.set(key, value)
             except PySparkException as error:  # a server that keeps its own (Databricks serverless, Sail)
                 log.info("the session keeps its own %s (%s)", key, str(error).splitlines()[0][:200])
                 continue
-            if not borrowed.holders.get(key):
+            if first:
                 borrowed.own[key] = own
             borrowed.holders[key] = borrowed.holders.get(key, 0) + 1
             taken.append(key)

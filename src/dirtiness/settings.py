@@ -77,10 +77,19 @@ class RunSettings:
     inputs: dict[str, Document | str] = field(default_factory=dict, compare=False, repr=False)  # old, new: a
     # document parsed and validated before Spark started, or the path of a table-form snapshot
 
+    def small_catalog(self, objects: int) -> bool:
+        """A catalog of this many objects (both snapshots) takes the small-data path."""
+        return bool(self.small_catalog_objects) and objects <= self.small_catalog_objects
+
+    def held_as_rows(self, objects: int) -> bool:
+        """A small catalog that fits in ``local_rows``: what a run holds is tried as rows first."""
+        return self.small_catalog(objects) and objects <= self.holding.local_rows
+
     def small_catalog_settings(self, objects: int) -> dict[str, str]:
-        """The session's settings for a small catalog of this many objects (both snapshots)."""
-        local = objects <= self.holding.local_rows
-        return {**self.small_catalog_conf, **(self.local_catalog_conf if local else {})}
+        """The session's settings for computing a catalog of this many objects, on top of ``compute_conf``."""
+        if not self.small_catalog(objects):
+            return {}
+        return {**self.small_catalog_conf, **(self.local_catalog_conf if self.held_as_rows(objects) else {})}
 
     def dirty_relation(self, table: str) -> str:
         """The derived relation the configuration writes to ``table`` (``dirty_stmts``: ``DirtyStmt``)."""
