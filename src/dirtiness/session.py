@@ -13,6 +13,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from .config import CONF
+from .jvm_names import resolve_names_once
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,9 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     for key, value in settings.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    resolve_names_once(spark)
+    return spark
 
 
 def connect_session(remote: str, spark_conf: dict) -> SparkSession:

@@ -1,0 +1,37 @@
+"""The session as the job builds it: PySpark's view of the JVM keeps the classes it has resolved."""
+
+from pyspark.sql import functions as F
+
+
+def _round_trips(spark, action) -> int:
+    """How many commands ``action`` sends to the JVM."""
+    client = spark.sparkContext._gateway._gateway_client
+    sent = []
+    send = client.send_command
+
+    def counted(command, *args, **kwargs):
+        sent.append(command.split("\n", 1)[0])
+        return send(command, *args, **kwargs)
+
+    client.send_command = counted
+    try:
+        action()
+    finally:
+        del client.send_command  # the instance attribute goes, the class's method is back
+    return len(sent)
+
+
+def test_a_column_function_costs_one_round_trip_once_resolved(spark):
+    F.col("warm")  # resolves org.apache.spark.sql.functions and its col
+    assert _round_trips(spark, lambda: F.col("name")) == 1
+    assert _round_trips(spark, lambda: F.lit(1)) <= 2  # lit once more: its own name, then the call
+    assert _round_trips(spark, lambda: F.lit(2)) == 1
+
+
+def test_static_fields_are_read_each_time_and_results_are_unchanged(spark):
+    assert spark.range(3).select((F.col("id") * F.lit(2)).alias("twice")).collect()[2]["twice"] == 4
+    jvm = spark.sparkContext._jvm
+    first = jvm.System.currentTimeMillis()
+    assert jvm.System.currentTimeMillis() >= first  # a static method, kept, still called each time
+    assert jvm.System is jvm.System  # the class was kept ...
+    assert _round_trips(spark, lambda: jvm.Integer.MAX_VALUE) >= 1  # ... a field's value never is
