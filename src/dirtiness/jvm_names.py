@@ -49,4 +49,3 @@ def resolve_names_once(spark: SparkSession) -> None:
     resolved = _ResolvedClasses(view._gateway_client, view._jvm_name, id=view._id)
     SparkContext._jvm = resolved
     spark._jvm = resolved
-
