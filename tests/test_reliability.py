@@ -1,5 +1,6 @@
 """Unattended runs: bad input answered in one line, nothing half-published, safe retries."""
 
+import json
 import os
 import shutil
 import signal
@@ -275,9 +276,17 @@ def test_if_changed_skips_unchanged_inputs(example_run, tmp_path, capsys, monkey
     with monkeypatch.context() as patched:  # the runs table is read before any Spark session starts
         patched.setattr(session, "build_session", lambda *a, **k: pytest.fail("a skipped run started Spark"))
         assert main([*argv, "--run-id", "second", "--report", str(page)]) == 0
-    assert "run second: skipped: inputs, rules and configuration are unchanged since run example" in \
-        capsys.readouterr().out
-    assert "dirtiness run <span class=\"mono\">example</span>" in page.read_text()  # the run that stands
+        assert "run second: skipped: inputs, rules and configuration are unchanged since run example" in \
+            capsys.readouterr().out
+        assert "dirtiness run <span class=\"mono\">example</span>" in page.read_text()  # the run that stands
+        # what a scheduler asks before it spark-submits: the same decision, a JSON line, the skipped summary
+        asked = ["changed", *argv[1:-1], "--run-id", "fourth", "--summary-json", str(tmp_path / "fourth.json")]
+        assert main(asked) == 0 and main([*asked[:-2], "--strategy", "in-place"]) == 0
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert said == [{"run_id": "fourth", "changed": False, "same_as": "example"},
+                    {"run_id": "fourth", "changed": True, "same_as": None}]
+    skipped = json.loads((tmp_path / "fourth.json").read_text())
+    assert (skipped["status"], skipped["same_as"], skipped["run_id"]) == ("skipped", "example", "fourth")
     assert main([*argv, "--run-id", "third", "--strategy", "in-place"]) == 0  # other settings: computed
     assert sorted(r["run_id"] for r in published(str(out))) == ["example", "third"]
 

@@ -1,10 +1,13 @@
 """Airflow DAG: every hour, what to redeploy after a change to the SQL project, and the plan handed on.
 
+    check      branch: `python -m dirtiness changed` asks, without a JVM, whether anything changed
+               since the latest succeeded run; if not, it writes the skipped run's summary and
+               compute is skipped (no spark-submit for an unchanged hour)
     compute    SparkSubmitOperator: jobs/compute_dirty.py --run-id {{ run_id }} --if-changed
                --summary-json ...   (a retry or a re-run of the DAG run replaces its rows)
     summary    the run's summary (counts, rounds, seconds), returned to XCom
-    has_plan   short circuit: when --if-changed found nothing new since the latest succeeded run,
-               everything downstream is skipped
+    has_plan   short circuit: when nothing is new since the latest succeeded run, everything
+               downstream is skipped
     read_plan  this run's phased DDL plan from the ``ddl_plan`` Delta table, in order; its
                operations per phase returned to XCom (hand them to review, or to `dirtiness apply`)
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pendulum
@@ -37,6 +41,12 @@ from airflow.sdk import DAG, Param, task
 CHECKOUT = Path(__file__).resolve().parents[2]
 OUT = os.environ.get("DIRTINESS_OUT", "/data/dirtiness/out")
 SUMMARY = "{{ params.summaries }}/{{ run_id }}.json"
+
+
+def job_arguments(old: str, new: str, out: str, run_id: str, summary: str) -> list[str]:
+    """The flags the check and the job share: the check must ask about the run the job would make."""
+    return ["--old", old, "--new", new, "--out", out, "--run-id", run_id, "--summary-json", summary]
+
 
 with DAG(
     dag_id="dirtiness",
@@ -56,6 +66,18 @@ with DAG(
 ) as dag:
     python = os.environ.get("DIRTINESS_PYTHON", "python3")
 
+    @task.branch
+    def check(run_id=None, params=None) -> str:
+        """``compute`` when something changed since the latest succeeded run, else straight to ``summary``."""
+        summary_file = os.path.join(params["summaries"], f"{run_id}.json")
+        asked = subprocess.run([python, "-m", "dirtiness", "changed",
+                                *job_arguments(params["old"], params["new"], params["out"], run_id, summary_file)],
+                               capture_output=True, text=True)
+        print(asked.stderr, end="")
+        if asked.returncode != 0:  # bad input: the job's own one-line error, before any spark-submit
+            raise RuntimeError((asked.stderr.strip().splitlines() or ["dirtiness changed failed"])[-1])
+        return "compute" if json.loads(asked.stdout.strip().splitlines()[-1])["changed"] else "summary"
+
     compute = SparkSubmitOperator(
         task_id="compute",
         conn_id="dirtiness_spark",
@@ -63,16 +85,12 @@ with DAG(
         name="dirtiness-{{ ds_nodash }}",
         driver_memory="4g",  # spark-submit starts the driver's JVM: conf/job.yaml's memory cannot reach it
         conf={"spark.pyspark.python": python, "spark.pyspark.driver.python": python},
-        application_args=[
-            "--old", "{{ params.old }}", "--new", "{{ params.new }}", "--out", "{{ params.out }}",
-            # the DAG run's id: a retry of this task, or a re-run of the DAG run, replaces the run's rows
-            "--run-id", "{{ run_id }}",
-            "--if-changed",
-            "--summary-json", SUMMARY,
-        ],
+        # the DAG run's id: a retry of this task, or a re-run of the DAG run, replaces the run's rows
+        application_args=[*job_arguments("{{ params.old }}", "{{ params.new }}", "{{ params.out }}", "{{ run_id }}",
+                                         SUMMARY), "--if-changed"],
     )
 
-    @task
+    @task(trigger_rule="none_failed_min_one_success")  # after compute, or straight after check
     def summary(run_id=None, params=None) -> dict:
         """The job's summary, to XCom: what changed, how many rounds, the plan's size."""
         with open(os.path.join(params["summaries"], f"{run_id}.json"), encoding="utf-8") as handle:
@@ -82,8 +100,8 @@ with DAG(
     def has_plan(found: dict) -> bool:
         """False (skip what follows) when --if-changed found the inputs unchanged since another run.
 
-        A re-run of a DAG run whose job already succeeded is skipped by the job as unchanged since
-        itself: its plan stands, so the downstream tasks still run.
+        A re-run of a DAG run whose job already succeeded is found unchanged since itself: its plan
+        stands, so the downstream tasks still run.
         """
         return found["status"] != "skipped" or found.get("same_as") == found["run_id"]
 
@@ -110,5 +128,6 @@ with DAG(
         return {"run_id": run_id, "operations": len(plan), "phases": phases}
 
     found = summary()
+    check() >> [compute, found]
     compute >> found
     has_plan(found) >> read_plan()

@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="compute the dirty sets of a change and write them as Delta tables")
     add_run_arguments(run)
+    changed = commands.add_parser("changed", help="whether `run --if-changed` would compute, decided without Spark "
+                                                  "(one JSON line)")
+    add_input_arguments(changed)
     explain = commands.add_parser("explain", help="why an object, cluster or schema is dirty (or not) in a run")
     explain.add_argument("object", nargs="?", metavar="DB.SCHEMA.NAME", help="the object to explain")
     explain.add_argument("--cluster", metavar="CLUSTER", help="explain a cluster instead")
@@ -69,6 +72,16 @@ def add_read_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    add_input_arguments(run)
+    run.add_argument("--if-changed", action="store_true",
+                     help="skip the run when the latest succeeded run had the same input fingerprints")
+    run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")
+    run.add_argument("--remote", metavar="sc://HOST:PORT",
+                     help="run through a Spark Connect server (default: $SPARK_REMOTE, as PySpark reads it)")
+
+
+def add_input_arguments(run: argparse.ArgumentParser) -> None:
+    """What a run's fingerprints are made of, and where it writes: shared by ``run`` and ``changed``."""
     run.add_argument("--old", required=True, help="deployed project: a snapshot (YAML/JSON document or folder of "
                                                    "tables), a dbt manifest, an mz-deploy folder or a Moose map")
     run.add_argument("--new", required=True, help="desired project, in any of the same forms")
@@ -83,12 +96,8 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--strategy", choices=("blue-green", "in-place"), help="plan strategy (default from the configuration)")
     run.add_argument("--allow-destructive", action="store_true",
                      help="allow a plan that drops stateful objects (tables, sources)")
-    run.add_argument("--if-changed", action="store_true",
-                     help="skip the run when the latest succeeded run had the same input fingerprints")
-    run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON")
-    run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")
-    run.add_argument("--remote", metavar="sc://HOST:PORT",
-                     help="run through a Spark Connect server (default: $SPARK_REMOTE, as PySpark reads it)")
+    run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON (`changed`: the "
+                                                            "skipped run's, when nothing changed)")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -100,6 +109,8 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "run":
             return _run(args, set_master)
+        if args.command == "changed":
+            return _changed(args)
         if args.command == "explain":
             return _explain(args)
         if args.command == "report":
@@ -166,16 +177,10 @@ def _run(args, set_master: bool) -> int:
     from .pipeline import run
     from .publish import format_summary, unchanged_in, unchanged_since
     from .session import build_session
-    from .settings import FINGERPRINTS, RunParams, resolve
     from .store.delta import DeltaStore, choose_backend
 
-    config = load_config(args.config)
-    settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
-                                 out=args.out, forced_schemas=args.forced_schema,
-                                 run_id=args.run_id, rules=args.rules, strategy=args.strategy,
-                                 allow_destructive=args.allow_destructive), config)
+    config, settings, fingerprints = _run_settings(args)
     read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
-    fingerprints = {k: settings.fingerprints[k] for k in FINGERPRINTS}
     latest = unchanged_since(settings.out, fingerprints) if args.if_changed else None
     if latest is None:
         spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
@@ -183,10 +188,7 @@ def _run(args, set_master: bool) -> int:
             latest = unchanged_in(DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend)),
                                   fingerprints)
     if latest:
-        summary = {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],
-                   "fingerprints": settings.fingerprints}
-        print(f"run {settings.run_id}: skipped: inputs, rules and configuration are unchanged since "
-              f"run {latest['run_id']}")
+        summary = _skipped(settings, latest)
         if args.report:  # the page of the run that still stands
             _report(replace(read, run_id=latest["run_id"]), args.report)
     else:
@@ -199,11 +201,50 @@ def _run(args, set_master: bool) -> int:
         print(format_summary(summary))
         if args.report:
             _report(replace(read, run_id=settings.run_id), args.report)
-    if args.summary_json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.summary_json)), exist_ok=True)
-        with open(args.summary_json, "w", encoding="utf-8") as handle:
-            json.dump(summary, handle, indent=2, sort_keys=True)
+    _write_summary(args.summary_json, summary)
     return EXIT_OK
+
+
+def _changed(args) -> int:
+    """What ``run --if-changed`` would decide, without a JVM: a scheduler asks before it spark-submits.
+
+    "changed" also where delta-rs cannot tell (no runs table yet, a table it
+    cannot read): the run's own --if-changed then decides through its session.
+    """
+    from .publish import unchanged_since
+
+    _config, settings, fingerprints = _run_settings(args)
+    latest = unchanged_since(settings.out, fingerprints)
+    if latest:
+        _write_summary(args.summary_json, _skipped(settings, latest, to=sys.stderr))  # stdout: the JSON line
+    print(json.dumps({"run_id": settings.run_id, "changed": latest is None,
+                      "same_as": latest["run_id"] if latest else None}))
+    return EXIT_OK
+
+
+def _run_settings(args):
+    from .settings import FINGERPRINTS, RunParams, resolve
+
+    config = load_config(args.config)
+    settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
+                                 out=args.out, forced_schemas=args.forced_schema,
+                                 run_id=args.run_id, rules=args.rules, strategy=args.strategy,
+                                 allow_destructive=args.allow_destructive), config)
+    return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}
+
+
+def _skipped(settings, latest: dict, to=None) -> dict:
+    print(f"run {settings.run_id}: skipped: inputs, rules and configuration are unchanged since "
+          f"run {latest['run_id']}", file=to or sys.stdout)
+    return {"run_id": settings.run_id, "status": "skipped", "same_as": latest["run_id"],
+            "fingerprints": settings.fingerprints}
+
+
+def _write_summary(path: str | None, summary: dict) -> None:
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, indent=2, sort_keys=True)
 
 
 def _snapshot(args) -> int:
