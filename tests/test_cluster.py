@@ -1,13 +1,15 @@
-"""A real Spark standalone cluster on this machine: a master and two workers, executors in their own JVMs.
-
-``spark-submit`` sends the job to it; the rows must be the local run's.
+"""The wheel, installed in a fresh virtualenv outside the source tree, spark-submitted to a real Spark
+standalone cluster on this machine (a master, a worker, executors in their own JVMs): the rows must be the
+local run's. One JVM run proves both: the package as users install it, on a cluster as they run it.
 """
 
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 
 import pytest
@@ -19,8 +21,30 @@ EXAMPLE = PROJECT_ROOT / "examples"
 
 
 @pytest.fixture(scope="module")
+def wheel_python(tmp_path_factory) -> str:
+    """The Python of a fresh virtualenv with the project's wheel installed (and nothing of the checkout)."""
+    folder = tmp_path_factory.mktemp("wheel")
+    dist, venv = folder / "dist", folder / "venv"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
+                            str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel, = glob.glob(str(dist / "dirtiness-*.whl"))
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel],
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    # The dependencies (pyspark and the rest, hundreds of MB) come from the suite's own environment through
+    # a path file; the suite's editable install of this project is not on that path, only the wheel is.
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (venv / os.path.relpath(site, venv) / "suite_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+@pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    """``spark://127.0.0.1:PORT`` with two workers of one core each; everything stopped afterwards."""
+    """``spark://127.0.0.1:PORT`` with one worker of two cores; everything stopped afterwards."""
     spark_class = shutil.which("spark-class", path=os.path.dirname(sys.executable))
     folder = tmp_path_factory.mktemp("cluster")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
@@ -40,11 +64,10 @@ def standalone(tmp_path_factory):
                             "--port", str(port), "--webui-port", str(free_port()))
         wait_for(port, master, log)
         url = f"spark://127.0.0.1:{port}"
-        for n in (1, 2):
-            start(f"worker{n}", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
-                  "--memory", "2g", "--webui-port", str(free_port()))
+        start("worker", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2",
+              "--memory", "2g", "--webui-port", str(free_port()))
         deadline = time.monotonic() + 120
-        while (folder / "master.log").read_text().count("Registering worker") < 2:
+        while "Registering worker" not in (folder / "master.log").read_text():
             assert time.monotonic() < deadline, (folder / "master.log").read_text()[-2000:]
             time.sleep(0.5)
         yield url, folder
@@ -56,22 +79,37 @@ def standalone(tmp_path_factory):
 
 
 @pytest.mark.processes
-def test_spark_submit_to_a_standalone_cluster_gives_the_local_rows(standalone, example_run, tmp_path):
+def test_the_wheel_spark_submitted_to_a_standalone_cluster_gives_the_local_rows(standalone, wheel_python,
+                                                                                example_run, tmp_path):
     url, folder = standalone
+    work = tmp_path / "elsewhere"  # not the checkout: nothing of it on the path
+    work.mkdir()
+    where = subprocess.run([wheel_python, "-c", "import dirtiness.config as c; print(c.__file__); "
+                            "print(c.DEFAULT_CONFIG)"], capture_output=True, text=True, cwd=work, check=True)
+    venv = os.path.dirname(os.path.dirname(wheel_python))
+    assert all(p.startswith(venv) for p in where.stdout.split()), where.stdout  # the wheel's code and configuration
     submit = shutil.which("spark-submit", path=os.path.dirname(sys.executable))
     out = tmp_path / "out"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": wheel_python,
+           "PYSPARK_DRIVER_PYTHON": wheel_python}
     run = subprocess.run(
         [submit, "--master", url, "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g",
          str(PROJECT_ROOT / "jobs" / "compute_dirty.py"), "--old", str(EXAMPLE / "old.yaml"),
          "--new", str(EXAMPLE / "new.yaml"), "--out", str(out), "--run-id", "example",
          "--summary-json", str(tmp_path / "summary.json")],
-        env=env, capture_output=True, text=True, timeout=900)
+        cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     printed = run.stdout + run.stderr  # spark-submit's PythonRunner merges the driver's stderr into its stdout
     assert "run example: succeeded" in printed and "round 1 (stratum 0)" in printed  # summary, per-round log
     assert json.loads((tmp_path / "summary.json").read_text())["counts"] == example_run.summary["counts"]
     executors = list((folder / "work").glob("app-*/*"))
-    assert len(executors) == 2, executors  # one executor JVM on each worker
+    assert len(executors) == 2, executors  # two executor JVMs, each with its own folder
     assert_same_rows(example_run.out, out)
+
+    # the wheel's console script, from elsewhere: the same flags make the same fingerprints (its packaged
+    # configuration and rules), so the run just made is found unchanged, without a JVM
+    asked = subprocess.run([os.path.join(venv, "bin", "dirtiness"), "changed", "--old", str(EXAMPLE / "old.yaml"),
+                            "--new", str(EXAMPLE / "new.yaml"), "--out", str(out)],
+                           cwd=work, capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert json.loads(asked.stdout)["same_as"] == "example"
