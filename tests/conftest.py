@@ -65,6 +65,17 @@ def seeds(spark, tmp_path_factory):
 
 OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browsers
 
+# Every JVM of the suite (the workers' sessions, spark-submit, the Spark Connect server, the cluster) compiles
+# with the quick JIT tier only. The suite's JVMs each run hundreds of distinct tiny queries, never long enough
+# for the optimising compiler to pay back, and its compiler threads took the cores the other worker needed:
+# test_differential and test_plan in two workers took 364-368 s with both tiers, 299 s with the quick one.
+# A production run keeps the JVM's default (one run of the example gained 2% from this, a large one loses).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def pytest_configure(config):
+    os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)  # before any JVM starts; inherited by each
+
 
 def pytest_collection_modifyitems(config, items):
     """Tests with their own processes first, then Spark tests, then pure ones; each tier keeps file order.
