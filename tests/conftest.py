@@ -66,11 +66,13 @@ def seeds(spark, tmp_path_factory):
 OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browsers
 
 # Every JVM of the suite (the workers' sessions, spark-submit, the Spark Connect server, the cluster) compiles
-# with the quick JIT tier only. The suite's JVMs each run hundreds of distinct tiny queries, never long enough
-# for the optimising compiler to pay back, and its compiler threads took the cores the other worker needed:
-# test_differential and test_plan in two workers took 364-368 s with both tiers, 299 s with the quick one.
-# A production run keeps the JVM's default (one run of the example gained 2% from this, a large one loses).
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# with the quick JIT tier only. The suite's JVMs each run hundreds of distinct tiny queries, and the optimising
+# compiler's threads took the cores the other worker needed: test_differential and test_plan in two workers
+# took 364 and 368 s with both tiers, 299 and 306 s with the quick one (the whole suite 18.4 -> 15.4 min).
+# Not for the job: alone in one process, a second run of the same 40 scenarios took 52 s with both tiers
+# and 101 s with the quick one. The code cache is enlarged: the quick tier's default (48 MB) filled up
+# and the JVM then stopped compiling at all.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
 
 def pytest_configure(config):
