@@ -98,7 +98,8 @@ with DAG(
 
     @task.short_circuit
     def has_plan(found: dict) -> bool:
-        """False (skip what follows) when --if-changed found the inputs unchanged since another run.
+        """False (skip what follows) when the inputs were found unchanged since another run (by ``check``,
+        or by the job's own --if-changed).
 
         A re-run of a DAG run whose job already succeeded is found unchanged since itself: its plan
         stands, so the downstream tasks still run.
