@@ -76,7 +76,11 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
 
 def pytest_configure(config):
-    os.environ.setdefault("JAVA_TOOL_OPTIONS", TEST_JVM_OPTIONS)  # before any JVM starts; inherited by each
+    """Before any JVM starts; each inherits it. With Spark's classes archived (``make classes``,
+    tests/class_archive.py), each JVM maps them instead of loading them."""
+    from class_archive import jvm_options
+
+    os.environ.setdefault("JAVA_TOOL_OPTIONS", f"{TEST_JVM_OPTIONS} {jvm_options()}".strip())
 
 
 def pytest_collection_modifyitems(config, items):

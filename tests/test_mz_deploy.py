@@ -70,7 +70,7 @@ def test_snapshot_command_shows_the_project_as_the_job_sees_it(tmp_path, capsys)
     assert main(["snapshot", str(tmp_path)]) == 2  # an empty folder is not a project
 
 
-def test_the_default_rules_on_two_checkouts(spark, tmp_path):
+def test_mz_deploys_rules_on_the_auction_checkouts(spark, tmp_path):
     import polars as pl
 
     out = tmp_path / "out"
@@ -99,3 +99,136 @@ def test_the_default_rules_on_two_checkouts(spark, tmp_path):
     assert {op[3] for op in clusters_ops if op[2] == "SWAP"} == {"compute", "serving"}
     index = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "bid_counts_primary_idx")
     assert f'IN CLUSTER "serving_large" ON "materialize"."core{suffix}"."bid_counts"' in index
+
+
+# --- mz-deploy's semantics, on checkouts of tests/mz_projects.py ------------------------------------------------
+
+MATERIALIZE_SYSTEM = ("mz_catalog", "mz_internal", "pg_catalog", "information_schema")
+
+
+def project_objects(folder) -> tuple[dict[str, dict], dict[str, int]]:
+    document = to_document(str(folder), system_schemas=MATERIALIZE_SYSTEM)
+    return {f"{o['schema']}.{o['name']}": o for o in document["objects"]}, document["unit_tests"]
+
+
+def test_unit_tests_are_counted_and_are_not_part_of_the_hash(tmp_path):
+    from mz_projects import write
+
+    v1, tests1 = project_objects(write(tmp_path / "v1", "v1"))
+    v2, tests2 = project_objects(write(tmp_path / "v2", "v2"))
+    assert tests1 == {"materialize.core.user_events": 1} and tests2 == {"materialize.core.user_events": 2}
+    assert v1["core.user_events"]["hash"] == v2["core.user_events"]["hash"]  # a second test changes no statement
+    assert "EXECUTE" not in v2["core.user_events"]["sql"]  # a test is never deployed
+    assert sorted(n for n in v1 if v1[n]["hash"] != v2[n]["hash"]) == [
+        "core.top_bids", "sources.kafka_conn", "storage.users"]
+
+
+def test_system_catalogs_are_read_not_depended_on(tmp_path):
+    from mz_projects import write
+
+    objects, _ = project_objects(write(tmp_path / "v1", "v1"))
+    assert "depends_on" not in objects["core.catalog_size"]
+    assert objects["core.user_events"]["depends_on"] == ["materialize.storage.events", "materialize.storage.users"]
+    # without the dialect's system schemas, mz_catalog is an object nobody defines: named with its file and line
+    with pytest.raises(InputError, match=r"catalog_size\.sql:3: materialize\.core\.catalog_size reads "
+                                         r"materialize\.mz_catalog\.mz_objects, which no file of the project defines"):
+        to_document(str(tmp_path / "v1"))
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"core/a.sql": "CREATE VIEW a AS\nSELECT 1 AS x\nFROM core.ghost;"},
+     r"core/a\.sql:3: materialize\.core\.a reads materialize\.core\.ghost, which no file of the project defines"),
+    ({"core/a.sql": "CREATE VIEW a AS SELECT 1 AS x;", "core/t.sql": "CREATE TABLE t (id integer);"},
+     r"models/materialize/core: schema materialize\.core mixes storage objects \(t, a table\) with views and "
+     r"materialized views \(a, a view\)"),
+    ({"core/a.sql": "CREATE VIEW a AS SELECT 1 AS x;\n\xff"}, None),  # written as bytes below
+])
+def test_a_project_problem_is_one_line_naming_the_file(tmp_path, files, message):
+    from mz_projects import write
+
+    if message is None:  # an invalid UTF-8 byte
+        folder = write(tmp_path, {"core/a.sql": "CREATE VIEW a AS SELECT 1 AS x;"})
+        (folder / "models" / "materialize" / "core" / "a.sql").write_bytes(b"CREATE VIEW a AS SELECT 1 AS x; -- \xff")
+        message = r"core/a\.sql: not UTF-8 text \(byte 35: invalid start byte\)"
+    else:
+        folder = write(tmp_path, files)
+    with pytest.raises(InputError, match=message) as error:
+        to_document(str(folder), system_schemas=MATERIALIZE_SYSTEM)
+    assert "\n" not in str(error.value)
+
+
+def test_a_project_takes_mz_deploys_rules_and_every_check_before_spark(tmp_path, monkeypatch):
+    from mz_projects import write
+
+    from dirtiness import session
+    from dirtiness.config import load_config
+    from dirtiness.settings import RunParams, resolve
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: pytest.fail("Spark started"))
+    old, new = write(tmp_path / "v1", "v1"), write(tmp_path / "v2", "v2")
+    config = load_config()
+    settings = resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out"), redeploy_all=True), config)
+    assert settings.checked.path.endswith("mz_deploy.dl")
+    assert settings.inputs["new"].unit_tests == {"materialize.core.user_events": 2}
+    assert set(settings.forced) == {("materialize", s) for s in ("api", "core", "out", "sources", "storage")}
+    assert resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out"), rules=str(PROJECT_ROOT / "conf" / "rules" / "dirty.dl")),
+                   config).checked.path.endswith("dirty.dl")  # --rules overrides
+    # a name PostgreSQL would truncate to 63 bytes is refused, not planned
+    long = write(tmp_path / "long", {"core/" + "x" * 64 + ".sql": f"CREATE VIEW {'x' * 64} AS SELECT 1 AS x;"})
+    config["plan"]["dialect"] = "postgres"
+    with pytest.raises(InputError, match=r"materialize\.core\.x{64}: the name 'x{20}'\.\.\. is 64 bytes long; "
+                                         r"the postgres dialect allows 63"):
+        resolve(RunParams(old=str(long), new=str(long), out=str(tmp_path / "out")), config)
+
+
+def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, monkeypatch):
+    """Apply's objects changed and added, a unit test added, one view changed: only the view's closure is
+    deployed; the new table is created in production; the changed table and connection are warned about;
+    no secret value reaches any output, and apply finds the value where it is."""
+    import polars as pl
+    from mz_projects import PLANTED, write
+
+    from dirtiness.sql.secrets import reveal
+
+    out, page = tmp_path / "out", tmp_path / "report.html"
+    old, new = write(tmp_path / "v1", "v1"), write(tmp_path / "v2", "v2")
+    with caplog.at_level("INFO", logger="dirtiness"):
+        assert main(["run", "--old", str(old), "--new", str(new), "--out", str(out), "--run-id", "mzd",
+                     "--report", str(page), "--summary-json", str(tmp_path / "summary.json")]) == 0
+        assert main(["explain", "--out", str(out), "materialize.sources.token"]) == 0
+        assert main(["snapshot", str(new)]) == 0
+    stmts = pl.read_delta(str(out / "dirty_stmts"))
+    found = {f"{r['schema']}.{r['name']}": r["rule"] for r in stmts.iter_rows(named=True)}
+    assert found == {"core.top_bids": "changed", "core.user_events": "schema", "core.catalog_size": "schema",
+                     "out.events_sink": "dependency", "api.summary": "dependency"}
+    assert pl.read_delta(str(out / "dirty_clusters")).height == 0
+    assert set(pl.read_delta(str(out / "dirty_schemas")).get_column("schema").to_list()) == {"core", "api"}
+    plan = pl.read_delta(str(out / "ddl_plan")).sort("seq")
+    touched = {(r["schema"], r["name"]) for r in plan.iter_rows(named=True) if r["object_type"] != "schema"}
+    assert not {t for t in touched if t[0] in ("storage", "sources")} - {("storage", "accounts"), ("sources", "token")}
+    created = [r for r in plan.iter_rows(named=True) if r["name"] == "accounts"]
+    assert [(r["action"], r["schema"], r["target_schema"], r["reason"]) for r in created] == [
+        ("CREATE", "storage", "storage", "added")]
+    assert created[0]["phase"] == "stage"  # in production before the staged objects (nothing of it is staged)
+    warned = [r.getMessage() for r in caplog.records if "apply-managed" in r.getMessage()]
+    assert len(warned) == 1 and "materialize.sources.kafka_conn (connection, modified)" in warned[0]
+    assert "materialize.storage.users (table, modified)" in warned[0]
+    assert "api_key" not in warned[0]  # a secret's value is not hashed: a new value is apply's, unseen here
+
+    # the planted values: in no table, file, page, log line or printed line
+    printed = capsys.readouterr()
+    texts = [printed.out, printed.err, "\n".join(r.getMessage() for r in caplog.records)]
+    texts += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*")
+              if p.is_file() and "models" not in p.parts]
+    assert len(texts) > 20 and not [t for t in texts if PLANTED in t]
+    token = [r for r in plan.iter_rows(named=True) if r["name"] == "token"]
+    assert [(r["action"], r["reason"]) for r in token] == [("CREATE", "added")]
+    assert reveal(token[0]["statement"], "materialize", "sources", "token") == \
+        'CREATE SECRET "materialize"."sources"."token" AS \'planted-new-Zq9\''
+    monkeypatch.setenv("DIRTINESS_SECRET_MATERIALIZE_SOURCES_TOKEN", "from-env")
+    assert reveal(token[0]["statement"], "materialize", "sources", "token").endswith("AS 'from-env'")
+    monkeypatch.delenv("DIRTINESS_SECRET_MATERIALIZE_SOURCES_TOKEN")
+    (new / "models" / "materialize" / "sources" / "token.sql").unlink()
+    with pytest.raises(InputError, match=r"secret materialize\.sources\.token: no value: "
+                                         r"DIRTINESS_SECRET_MATERIALIZE_SOURCES_TOKEN is not set and .*token\.sql holds"):
+        reveal(token[0]["statement"], "materialize", "sources", "token")

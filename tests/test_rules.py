@@ -1,5 +1,7 @@
 """Parsing and static checks of rule programs: no Spark needed."""
 
+import re
+
 import pytest
 from catalogs import OUTPUTS, RULES
 
@@ -28,6 +30,9 @@ def test_shipped_programs_check_and_stratify():
     assert default.derived == {"DirtyStmt": ("object",), "DirtyCluster": ("cluster",),
                                "DirtySchema": ("database", "schema")}
     assert len(default.strata) == 1  # negation only on base relations
+    mz = load_rules(str(CONF / "rules" / "mz_deploy.dl"), OUTPUTS)  # mz-deploy's: apply's changes seed nothing
+    assert [r.label for r in mz.rules] == ["deployed_change", *[r.label for r in default.rules]]
+    assert len(mz.strata) == 1 and mz.rules[0].body[1].relation == "IsApplyManaged" and mz.rules[0].body[1].negated
     aware = load_rules(RULES["index_aware"], OUTPUTS)
     assert aware.derived["SchemaPropagatingStmt"] == ("object",)
     assert len(aware.rules) == 9
@@ -122,3 +127,30 @@ def test_shipped_plan_programs_check_and_stratify():
     in_place = load_plan_rules(str(CONF / "rules" / "plan_in_place.dl"))
     assert set(in_place.derived) == {"Dropped", "Created", "CreatedSchema", "CreatedCluster", "StillHolds",
                                      "EmptiedSchema"}
+
+
+@pytest.mark.parametrize("encode, message", [
+    (lambda text: b"\xef\xbb\xbf" + text.encode(), None),                 # UTF-8 with a byte-order mark: read
+    (lambda text: text.encode("utf-16"), r"rules\.dl: the rule program is UTF-16 \(it starts with a UTF-16 "
+                                         r"byte-order mark\); save it as UTF-8"),
+    (lambda text: text.encode().replace(b"Statement", b"St\xe9tement", 1),
+     r"rules\.dl: line 5, byte 228: not UTF-8 \(invalid continuation byte\); save the rule program as UTF-8"),
+])
+def test_a_rule_program_is_utf8_or_one_line_naming_the_byte(tmp_path, capsys, monkeypatch, encode, message):
+    from dirtiness import session
+    from dirtiness.cli import main
+    from dirtiness.config import PROJECT_ROOT
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: pytest.fail("Spark started"))
+    path = tmp_path / "rules.dl"
+    path.write_bytes(encode((CONF / "rules" / "dirty.dl").read_text(encoding="utf-8")))
+    if message is None:
+        assert len(load_rules(str(path), OUTPUTS).program.rules) == 8
+        return
+    example = PROJECT_ROOT / "examples"
+    code = main(["run", "--old", str(example / "old.yaml"), "--new", str(example / "new.yaml"),
+                 "--out", str(tmp_path / "out"), "--rules", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert re.search(message, err[0]), err[0]
+    assert not (tmp_path / "out").exists()  # nothing written

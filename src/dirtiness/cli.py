@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("path", help="a dbt manifest.json, an mz-deploy project folder, a Moose infrastructure map")
     snapshot.add_argument("--format", choices=FORMATS, default="auto", help="the artefact's format (default: detected)")
     snapshot.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    snapshot.add_argument("--config", help="YAML overlay of conf/job.yaml (its dialect's system schemas, "
+                                           "external_databases)")
     snapshot.add_argument("--debug", action="store_true", help="show tracebacks")
     select = commands.add_parser("select", help="a run's dirty objects as a dbt selector, in plan order")
     add_read_arguments(select)
@@ -88,8 +90,10 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--old-format", choices=FORMATS, default="auto", help="the form of --old (default: detected)")
     run.add_argument("--new-format", choices=FORMATS, default="auto", help="the form of --new (default: detected)")
     run.add_argument("--out", required=True, help="output root of the Delta tables")
-    run.add_argument("--forced-schema", action="append", default=[], metavar="DB.SCHEMA",
-                     help="redeploy this schema anyway (repeatable)")
+    run.add_argument("--forced-schema", "--redeploy-schema", dest="forced_schema", action="append", default=[],
+                     metavar="DB.SCHEMA", help="redeploy this schema anyway (repeatable)")
+    run.add_argument("--redeploy-all", action="store_true",
+                     help="redeploy every schema of the new project (mz-deploy's stage --redeploy-all)")
     run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
     run.add_argument("--rules", help="rule program (.dl); default from the configuration")
     run.add_argument("--config", help="YAML overlaid on conf/job.yaml")
@@ -178,8 +182,10 @@ def _run(args, set_master: bool) -> int:
     from .publish import format_summary, unchanged_in, unchanged_since
     from .session import build_session
     from .store.delta import DeltaStore, choose_backend
+    from .store.output_root import check_writable
 
     config, settings, fingerprints = _run_settings(args)
+    check_writable(settings.out)  # before any work, not after it
     read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
     latest = unchanged_since(settings.out, fingerprints) if args.if_changed else None
     if latest is None:
@@ -227,7 +233,7 @@ def _run_settings(args):
 
     config = load_config(args.config)
     settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
-                                 out=args.out, forced_schemas=args.forced_schema,
+                                 out=args.out, forced_schemas=args.forced_schema, redeploy_all=args.redeploy_all,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}
@@ -252,12 +258,17 @@ def _snapshot(args) -> int:
 
     from .inputs.formats import to_document
     from .inputs.snapshot import parse_document
+    from .plan.dialect import Dialect
 
     if not os.path.exists(args.path):
         raise InputError(f"{args.path}: no such file or folder")
-    document = to_document(args.path, args.format)
+    config = load_config(args.config)
+    dialect = Dialect.from_config(config)
+    document = to_document(args.path, args.format, system_schemas=dialect.system_schemas,
+                           external_databases=tuple(config["external_databases"] or ()))
     if document is None:
         raise InputError(f"{args.path}: already a snapshot in this job's own form: the job reads it as it is")
+    document.pop("unit_tests", None)  # not part of a snapshot: counted by a run
     parse_document(document, args.path)  # what the job would refuse is refused here too
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
     if not args.out:

@@ -18,7 +18,7 @@ from .errors import InputError
 CONF = Path(str(resources.files("dirtiness") / "conf"))
 DEFAULT_CONFIG = CONF / "job.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout: its examples, for tests and benchmark
-_PATH_KEYS = (("rules",), ("plan", "rules", "*"))  # relative to the file naming them
+_PATH_KEYS = (("rules",), ("mz_deploy", "rules"), ("plan", "rules", "*"))  # relative to the file naming them
 
 
 def load_config(path: str | None = None) -> dict:

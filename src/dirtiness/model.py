@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 KINDS = ("table", "view", "materialized-view", "source", "table-from-source", "sink", "secret", "connection")
 KEY = ("database", "schema", "name")
+# Created and changed outside a deploy (mz-deploy's `apply`): never staged, swapped or dropped by one.
+APPLY_MANAGED = ("table", "table-from-source", "source", "connection", "secret")
 
 OBJECT_DOMAIN = "object"
 
@@ -50,6 +52,7 @@ BASE_RELATIONS = (
     BaseRelation("IndexUsesCluster", "index_uses_cluster", (_OBJECT, Column("index", ("index_name",)), _CLUSTER)),
     BaseRelation("IsSink", "is_sink", (_OBJECT,)),
     BaseRelation("IsReplacement", "is_replacement", (_OBJECT,)),
+    BaseRelation("IsApplyManaged", "is_apply_managed", (_OBJECT,)),
     BaseRelation("ClusterBoundary", "cluster_boundary", (_CLUSTER,)),
 )
 BY_NAME = {r.name: r for r in BASE_RELATIONS}

@@ -58,7 +58,7 @@ from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
-from .model import BY_NAME, DIRTY_SETS, KEY
+from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
 from .plan.decisions import decision_rows, reason_columns
@@ -191,7 +191,8 @@ class _Run:
             held = local_batch(self.spark, rows, with_sql.schema)
         else:
             held = Batch(with_sql, None)
-        analysed = self.holding.map_arrow(held, analyser(self.settings.sql.dialect), ANALYSIS)
+        sql = self.settings.sql
+        analysed = self.holding.map_arrow(held, analyser(sql.dialect, sql.system_schemas), ANALYSIS)
         return analysed.frame if analysed.local else self.holding.hold(analysed.frame, try_local=self.small).frame
 
     def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> tuple[Snapshot, Snapshot, DataFrame]:
@@ -209,6 +210,8 @@ class _Run:
         if forced is not None:
             problems["--forced-schema"] = forced
         old, new = sides["old"].snapshot, sides["new"].snapshot
+        if _reads_apply_managed(settings):
+            warnings[f"{new.path}: {{total}} {APPLY_MANAGED_CHANGES}"] = _apply_managed_changes(old, new)
         checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
         held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
                           **_snapshot_frames("new", new), **checks})
@@ -252,7 +255,8 @@ class _Run:
         found = read_problems(rows, {**problems, **warnings})
         for line, (details, total) in found.items():
             if line in warnings:
-                log.warning("%s (warning: the plan orders by both)", _problem_line(line, details, total))
+                log.warning("%s (warning%s)", _problem_line(line, details, total),
+                            "" if APPLY_MANAGED_CHANGES in line else ": the plan orders by both")
         for line, (details, total) in found.items():
             if line in problems:
                 if line == "--forced-schema":
@@ -295,7 +299,8 @@ class _Run:
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
                               dirty_stmts=result.tables["dirty_stmts"].frame, strategy=settings.strategy,
-                              max_identifier_length=settings.dialect.max_identifier_length)
+                              max_identifier_length=settings.dialect.max_identifier_length,
+                              apply_managed_left=_reads_apply_managed(settings))
         checks, invariants = plan_checks(plan.frame, context)
         result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)
@@ -326,6 +331,25 @@ def _problem_line(line: str, details: list[str], total: int) -> str:
     from .errors import summarize
 
     return summarize(details, line.replace("{total}", str(total)), total=total)
+
+
+def _reads_apply_managed(settings: RunSettings) -> bool:
+    """Whether the dirty rules tell apply-managed objects apart (mz-deploy's): their changes are then left
+    to mz-deploy's apply, with a warning, and not required to be dirty."""
+    return any(a.relation == "IsApplyManaged" for r in settings.checked.program.rules for a in r.body)
+
+
+APPLY_MANAGED_CHANGES = ("apply-managed objects changed or deleted, which a deploy neither alters nor drops "
+                         "(mz-deploy's apply does)")
+
+
+def _apply_managed_changes(old: Snapshot, new: Snapshot) -> DataFrame:
+    """``detail`` of each modified or deleted table, source, connection or secret: what the deploy leaves as is."""
+    kinds = (new.objects.select(*KEY, "kind").unionByName(old.objects.select(*KEY, "kind"))
+             .where(F.col("kind").isin(*APPLY_MANAGED)).dropDuplicates(list(KEY)))
+    changed = changed_stmt(old.objects, new.objects).where(F.col("change") != "added")
+    return changed.join(kinds, list(KEY)).select(F.concat(F.concat_ws(".", *KEY), F.lit(" ("), F.col("kind"),
+                                                          F.lit(", "), F.col("change"), F.lit(")")).alias("detail"))
 
 
 def _absent_forced_schemas(spark: SparkSession, new: Snapshot, forced: list[tuple[str, str]]) -> DataFrame | None:

@@ -79,6 +79,7 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
         "counts": counts,
         "plan": result.phases,
         "needing_attention": report.needing_attention,
+        "unit_tests": dict(getattr(settings.inputs.get("new"), "unit_tests", None) or {}),  # mz-deploy's, per object
         "verbatim": report.verbatim,
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "fingerprints": settings.fingerprints,
@@ -163,6 +164,9 @@ def format_summary(summary: dict) -> str:
     if summary.get("needing_attention"):
         lines.append("  needing attention (dirty, not redeployed by blue-green): "
                      + ", ".join(summary["needing_attention"]))
+    if summary.get("unit_tests"):
+        tests = summary["unit_tests"]
+        lines.append(f"  unit tests (mz-deploy's; never deployed): {sum(tests.values())} in {len(tests)} object(s)")
     if summary.get("verbatim"):
         lines.append("  statements carried verbatim (not qualified or rewritten): " + ", ".join(summary["verbatim"]))
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from .changeset.rules import load_plan_rules, load_rules
 from .datalog.check import CheckedProgram
 from .datalog.holding import Holding
 from .errors import InputError
-from .inputs.formats import FORMATS
+from .inputs.formats import FORMATS, detect
 from .inputs.references import SqlSettings
 from .inputs.snapshot import Document, is_document, read_document
 from .plan.dialect import Dialect
@@ -40,6 +40,7 @@ class RunParams:
     new: str
     out: str
     forced_schemas: list[str] = field(default_factory=list)
+    redeploy_all: bool = False  # every schema of the new project forced
     run_id: str | None = None
     rules: str | None = None
     strategy: str | None = None
@@ -98,6 +99,7 @@ class RunSettings:
 
 def resolve(params: RunParams, config: dict) -> RunSettings:
     input_fingerprints, inputs = {}, {}
+    dialect = Dialect.from_config(config)
     for label, path, format in (("old", params.old, params.old_format), ("new", params.new, params.new_format)):
         if format not in FORMATS:
             raise InputError(f"--{label}-format {format!r}: expected one of {', '.join(FORMATS)}")
@@ -105,7 +107,10 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
             raise InputError(f"{path}: no such file or folder (--{label})")
         document = None
         if is_document(path, format):  # a document is validated now, before Spark starts, and read once
-            document = read_document(path, format=format)
+            document = read_document(path, format=format, system_schemas=dialect.system_schemas,
+                                     external_databases=tuple(config["external_databases"] or ()))
+        if document is not None:
+            _check_identifiers(document, dialect)
         inputs[label] = document if document is not None else path
         # a tool's artefact by what it says, not by when the tool last wrote it
         input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
@@ -115,15 +120,17 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     missing = [t for t in REQUIRED_OUTPUTS if t not in outputs.values()]
     if missing:
         raise InputError(f"configuration: outputs must name the tables {', '.join(missing)} (the plan reads them)")
-    checked = load_rules(params.rules or config["rules"], outputs)
+    mz_deploy = (params.new_format if params.new_format != "auto" else detect(params.new)) == "mz-deploy"
+    checked = load_rules(params.rules or (config["mz_deploy"]["rules"] if mz_deploy else config["rules"]), outputs)
     forced = tuple(_forced_schema(s) for s in params.forced_schemas)
+    if params.redeploy_all:
+        forced += tuple(_every_schema(inputs["new"], params.new))
     strategy = params.strategy or config["plan"]["strategy"]
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     plan_rules = (config["plan"].get("rules") or {}).get(strategy)
     if not plan_rules:
         raise InputError(f"plan.rules: no rule program for the {strategy} strategy")
-    dialect = Dialect.from_config(config)
     backend = config["delta_backend"]
     if backend not in ("auto", "spark", "deltalake"):
         raise InputError(f"delta_backend: expected auto, spark or deltalake, not {backend!r}")
@@ -151,6 +158,28 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints, inputs=inputs)
+
+
+def _check_identifiers(document: Document, dialect: Dialect) -> None:
+    """Names the database would truncate (PostgreSQL: 63 bytes) are refused, not deployed as another name."""
+    limit = dialect.max_identifier_length
+    if not limit:
+        return
+    for entry in document.objects:
+        for part in entry[:3]:
+            if len(part.encode("utf-8")) > limit:
+                where = ".".join(entry[:3])
+                raise InputError(f"{document.path}: {where}: the name {part[:20]!r}... is {len(part.encode('utf-8'))} "
+                                 f"bytes long; the {dialect.name} dialect allows {limit} (the database would "
+                                 f"truncate it)")
+
+
+def _every_schema(new: Document | str, path: str) -> list[tuple[str, str]]:
+    """--redeploy-all: the schemas of the new project, read before Spark starts (so from a document)."""
+    if not isinstance(new, Document):
+        raise InputError(f"{path}: --redeploy-all needs the new project as a document or a tool's project "
+                         f"(name the schemas of a table-form snapshot with --redeploy-schema)")
+    return sorted({(o[0], o[1]) for o in new.objects})
 
 
 def _forced_schema(text: str) -> tuple[str, str]:

@@ -27,11 +27,12 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Callable
 
 from ..errors import InputError
+from ..sql import secrets
 from ..readback.run_tables import RunTables
 from ..config import ReadSettings
 from .log import ApplyLog, Event
@@ -118,6 +119,7 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
         return {"run_id": run_id, "dry_run": dry_run(operations, done), "operations": len(operations)}
     if not dsn:
         raise InputError("apply needs a database: --dsn URL or the DIRTINESS_DSN environment variable")
+    operations = [_with_secret(op) for op in operations]  # every value found before anything runs
     import psycopg
 
     started, ran = time.perf_counter(), 0
@@ -147,6 +149,13 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
         raise ApplyError(f"database error: {_scrub(_first_line(error), dsn)}") from None
     return {"run_id": run_id, "operations": len(operations), "ran": ran, "already_done": len(operations) - ran,
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _with_secret(op: Operation) -> Operation:
+    """The operation as executed: a secret's placeholder replaced by its value (sql/secrets.py), in memory
+    only; what was planned, logged and journaled keeps the placeholder."""
+    revealed = secrets.reveal(op.statement, op.database or "", op.schema or "", op.name or "")
+    return op if revealed == op.statement else replace(op, statement=revealed)
 
 
 def _transactional(run: dict, dialects: dict[str, bool]) -> bool:

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..inputs.snapshot import Snapshot
-from ..model import BY_NAME, KEY
+from ..model import APPLY_MANAGED, BY_NAME, KEY
 
 
 def extract_base_facts(spark: SparkSession, old: Snapshot, new: Snapshot, changed: DataFrame,
@@ -35,6 +35,7 @@ def extract_base_facts(spark: SparkSession, old: Snapshot, new: Snapshot, change
         "IndexUsesCluster": index_cluster,
         "IsSink": members.where(F.col("kind") == "sink").select(*KEY),
         "IsReplacement": members.where(F.col("replacement")).select(*KEY),
+        "IsApplyManaged": members.where(F.col("kind").isin(*APPLY_MANAGED)).select(*KEY),
         "ClusterBoundary": stmt_cluster.select("cluster").unionByName(index_cluster.select("cluster")),
     }
     return {name: frame.select(*BY_NAME[name].fields).distinct() for name, frame in facts.items()}

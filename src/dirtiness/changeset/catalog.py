@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, local_frame
 from ..inputs.snapshot import Snapshot
-from ..model import KEY, OBJECT_DOMAIN
+from ..model import APPLY_MANAGED, KEY, OBJECT_DOMAIN
 from ..plan.dialect import Dialect
 from .interning import PARTS
 
@@ -211,7 +211,11 @@ class Interned:
             self.indexes.frame.select(F.col("c2").alias("c0"))).distinct()
         deployed_clusters = objects(F.col("deployed") & F.col("deployed_cluster_id").isNotNull(),
                                     "deployed_cluster_id").unionByName(self.old_clusters.frame)
-        sinks = kinds(["sink"]).withColumnRenamed("c0", "member_kind_id")
+
+        def members_of_kind(values) -> DataFrame:
+            wanted = kinds(values).withColumnRenamed("c0", "member_kind_id")
+            return o.where(F.col("member")).join(wanted, "member_kind_id", "left_semi").select(F.col("id").alias("c0"))
+
         return {
             # the dirty rules'
             "ChangedStmt": objects(F.col("change").isNotNull(), "id"),
@@ -220,8 +224,9 @@ class Interned:
             "DependsOn": e.where(F.col("new")).select("c0", "c1"),
             "StmtUsesCluster": objects(F.col("in_new") & F.col("new_cluster_id").isNotNull(), "id", "new_cluster_id"),
             "IndexUsesCluster": self.indexes.frame,
-            "IsSink": o.where(F.col("member")).join(sinks, "member_kind_id", "left_semi").select(F.col("id").alias("c0")),
+            "IsSink": members_of_kind(["sink"]),
             "IsReplacement": objects(F.col("member") & F.col("member_replacement"), "id"),
+            "IsApplyManaged": members_of_kind(APPLY_MANAGED),
             "ClusterBoundary": new_clusters,
             # the plan's
             "Added": objects(F.col("change") == "added", "id"),

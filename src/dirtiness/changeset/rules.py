@@ -23,8 +23,18 @@ def load_plan_rules(path: str) -> CheckedProgram:
 
 
 def _read(path: str) -> str:
+    """The program's text: UTF-8, with or without a byte-order mark; anything else is named by its byte."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as error:
         raise InputError(f"{path}: cannot read the rule program: {error.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path}: the rule program is UTF-16 (it starts with a UTF-16 byte-order mark); "
+                         f"save it as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(f"{path}: line {line}, byte {error.start}: not UTF-8 ({error.reason}); save the rule "
+                         f"program as UTF-8") from None

@@ -54,18 +54,20 @@ class SqlSettings:
     kinds: tuple[str, ...] | None = None  # kinds the database has (None: all)
     clusters: bool = True
     indexes: bool = True
+    system_schemas: tuple[str, ...] = ()  # reads there are not dependencies (the database's catalogs)
 
 
-def analyse(sql: str | None, kind: str, database: str, schema: str, name: str, dialect: str) -> tuple:
+def analyse(sql: str | None, kind: str, database: str, schema: str, name: str, dialect: str,
+            system_schemas=()) -> tuple:
     """One object's statement: (error, references, cluster); runs inside a Spark task."""
     try:
-        statement = parse(sql, dialect, (database, schema, name), kind)
+        statement = parse(sql, dialect, (database, schema, name), kind, system_schemas)
     except SqlError as error:
         return (str(error), None, None)
     return (None, [list(r) for r in statement.references], statement.cluster)
 
 
-def analyser(dialect: str):
+def analyser(dialect: str, system_schemas=()):
     """The function ``mapInArrow`` runs over batches of ``side, key, kind, sql``: one ``statement`` row per
     object (its error or cluster) and one ``reads`` row per relation its SQL reads."""
     def analyse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -78,7 +80,7 @@ def analyser(dialect: str):
 
             for row in batch.to_pylist():
                 key = {k: row[k] for k in KEY}
-                error, references, cluster = analyse(row["sql"], row["kind"], *key.values(), dialect)
+                error, references, cluster = analyse(row["sql"], row["kind"], *key.values(), dialect, system_schemas)
                 emit(side=row["side"], found="statement", **key, error=error, sql_cluster=cluster)
                 for reference in references or ():
                     emit(side=row["side"], found="reads", **key, **dict(zip(DEP, reference)))

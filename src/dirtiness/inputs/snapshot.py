@@ -11,7 +11,7 @@ counts their objects.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 import yaml
@@ -122,15 +122,18 @@ class Document:
     dependencies: list[tuple]
     indexes: list[tuple]
     converted: bool = False  # converted from a tool's artefact (inputs.formats)
+    unit_tests: dict[str, int] = field(default_factory=dict)  # object -> its unit tests (mz-deploy), not deployed
 
 
-def read_document(path: str, format: str = "auto") -> Document:
+def read_document(path: str, format: str = "auto", system_schemas=(), external_databases=()) -> Document:
     """Parse and validate a snapshot document without Spark (bad input fails before a session starts):
-    a YAML/JSON snapshot, or a tool's artefact converted to one (``inputs.formats``)."""
-    converted = to_document(path, format)
+    a YAML/JSON snapshot, or a tool's artefact converted to one (``inputs.formats``; a project folder's
+    references are checked against ``system_schemas`` and ``external_databases`` here)."""
+    converted = to_document(path, format, system_schemas=system_schemas, external_databases=external_databases)
     if converted is not None:
+        unit_tests = converted.pop("unit_tests", {})
         document = parse_document(converted, path)
-        document.converted = True
+        document.converted, document.unit_tests = True, unit_tests
         return document
     return _parse_yaml(path)
 

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from ..errors import InputError, PolicyError
 from ..inputs.snapshot import Snapshot, collect_problems, read_problems
-from ..model import KEY
+from ..model import APPLY_MANAGED, KEY
 from .operations import SCHEMA
 
 CREATING = ("stage", "post-swap", "setup")  # phases that build dependencies before dependents
@@ -47,6 +47,7 @@ class PlanContext:
     changed: DataFrame        # key, change
     strategy: str
     max_identifier_length: int | None
+    apply_managed_left: bool = False  # the rules leave apply-managed changes out of the dirty sets (mz-deploy)
 
 
 @dataclass
@@ -226,8 +227,11 @@ def _schemaless(plan: DataFrame, c: PlanContext) -> DataFrame:
 
 
 def _changed_not_dirty(c: PlanContext) -> DataFrame:
-    return (c.changed.where(F.col("change") != "deleted").select(*KEY)
-            .join(c.dirty_stmts.select(*KEY), list(KEY), "left_anti")
+    changed = c.changed.where(F.col("change") != "deleted").select(*KEY)
+    if c.apply_managed_left:
+        changed = changed.join(c.new.objects.where(F.col("kind").isin(*APPLY_MANAGED)).select(*KEY), list(KEY),
+                               "left_anti")
+    return (changed.join(c.dirty_stmts.select(*KEY), list(KEY), "left_anti")
             .select(_show(*KEY).alias("detail")))
 
 

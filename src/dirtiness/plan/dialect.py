@@ -30,7 +30,7 @@ PLACEHOLDERS = {
 ALWAYS = ("create_schema", "swap_schema", "drop_schema", "drop_empty_schema", "drop_object")
 WITH_CLUSTERS = ("create_cluster", "swap_cluster", "drop_cluster", "create_index")
 CAPABILITIES = {"parser", "clusters", "in_place_replacement", "transactional_ddl", "qualify_schemas", "kinds",
-                "max_identifier_length"}
+                "max_identifier_length", "system_schemas"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Dialect:
     qualify_schemas: bool = True         # a schema name carries its database: "db"."schema"
     kinds: tuple[str, ...] = KINDS       # the kinds of objects the database has
     max_identifier_length: int | None = None  # longer generated names are refused, not truncated
+    system_schemas: tuple[str, ...] = ()  # the database's catalogs: read, never depended on
 
     @classmethod
     def from_config(cls, config: dict) -> "Dialect":
@@ -69,6 +70,10 @@ class Dialect:
         options["kinds"] = KINDS if kinds == "all" else tuple(kinds or ())
         if set(options["kinds"]) - set(KINDS):
             raise InputError(f"{where}.kinds: unknown kind(s) {', '.join(sorted(set(options['kinds']) - set(KINDS)))}")
+        schemas = options.get("system_schemas") or ()
+        if not isinstance(schemas, (list, tuple)) or not all(isinstance(v, str) and v for v in schemas):
+            raise InputError(f"{where}.system_schemas: expected a list of schema names")
+        options["system_schemas"] = tuple(schemas)
         dialect = cls(name=name, templates=templates, **options)
         needed = [*ALWAYS, *(WITH_CLUSTERS if dialect.clusters else ()),
                   *(("apply_replacement",) if dialect.in_place_replacement else ()),
@@ -95,7 +100,7 @@ class Dialect:
             raise InputError(f"sql.verbatim_kinds: unknown kind(s) {', '.join(sorted(set(verbatim) - set(KINDS)))}")
         return SqlSettings(dialect=self.parser, verbatim_kinds=verbatim, mismatch=mismatch,
                            kinds=None if set(self.kinds) == set(KINDS) else self.kinds,
-                           clusters=self.clusters, indexes=self.clusters)
+                           clusters=self.clusters, indexes=self.clusters, system_schemas=self.system_schemas)
 
     def render(self, template: str, **values: Column) -> Column:
         """The template with each ``{placeholder}`` replaced by a Column's value."""

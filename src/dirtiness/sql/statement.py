@@ -53,8 +53,9 @@ class Statement:
     cluster: str | None          # the IN CLUSTER of the statement, if any
 
 
-def parse(sql: str, dialect: str, key: Key, kind: str) -> Statement:
-    """The statement of object ``key`` (of ``kind``); ``SqlError`` if it is not one CREATE of that object."""
+def parse(sql: str, dialect: str, key: Key, kind: str, system_schemas=()) -> Statement:
+    """The statement of object ``key`` (of ``kind``); ``SqlError`` if it is not one CREATE of that object.
+    What it reads in ``system_schemas`` (the database's catalogs) is not among its references."""
     reader = DIALECTS[dialect]
     trees = parse_statements(sql, dialect)
     if len(trees) != 1:
@@ -73,7 +74,7 @@ def parse(sql: str, dialect: str, key: Key, kind: str) -> Statement:
     tables = _reference_tables(tree)
     for table in tables:
         _qualify(table, key)
-    references = tuple(sorted({_key(t) for t in tables} - {key}))
+    references = tuple(sorted({_key(t) for t in tables if _key(t)[1] not in system_schemas} - {key}))
     cluster = _cluster_node(tree)
     return Statement(tree=tree, dialect=dialect, key=key, kind=kind, references=references,
                      cluster=cluster.name if cluster is not None else None)

@@ -35,8 +35,10 @@ def detect(path: str) -> str:
     return "snapshot"
 
 
-def to_document(path: str, format: str = "auto") -> dict | None:
-    """The snapshot document of the artefact at ``path``; ``None`` when it is already a snapshot."""
+def to_document(path: str, format: str = "auto", system_schemas=(), external_databases=()) -> dict | None:
+    """The snapshot document of the artefact at ``path``; ``None`` when it is already a snapshot. A project
+    folder's references are checked here: to its own objects, or into ``system_schemas`` (dropped: the
+    database's catalogs) or ``external_databases``."""
     if format not in FORMATS:
         raise InputError(f"{path}: unknown format {format!r} (expected one of {', '.join(FORMATS)})")
     found = detect(path) if format == "auto" else format
@@ -49,7 +51,7 @@ def to_document(path: str, format: str = "auto") -> dict | None:
     if found == "mz-deploy":
         from . import mz_deploy
 
-        return mz_deploy.to_document(path)
+        return mz_deploy.to_document(path, system_schemas, external_databases)
     from . import moose
 
     return moose.to_document(path)

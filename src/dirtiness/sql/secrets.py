@@ -1,0 +1,74 @@
+"""A secret's value never leaves its file: the job carries a placeholder, `apply` puts the value back.
+
+A project's ``CREATE SECRET name AS <value>`` is read with its value replaced
+by ``'dirtiness-secret:<file>'`` (``placeholder``); that is what the
+snapshot's ``sql``, the facts tables, the plan's statements, explain and the
+report hold, and the hash is taken without the value at all (a changed value
+is mz-deploy's ``apply`` business, not a deploy's). At apply time
+``reveal`` puts the value back into the statement it executes, read from the
+environment variable the operation names (``DIRTINESS_SECRET_<DB>_<SCHEMA>_<NAME>``)
+or else from the file; a value found in neither stops apply before it runs
+anything, with one line that names where it looked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..errors import InputError
+
+MARK = "dirtiness-secret:"
+HIDDEN = "'<secret>'"  # what the hash sees in place of any value
+PLACEHOLDER = re.compile(r"'" + re.escape(MARK) + r"((?:[^']|'')*)'")
+CREATE_SECRET = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*CREATE\s+SECRET\b", re.IGNORECASE | re.DOTALL)
+
+
+def placeholder(file: str) -> str:
+    """The SQL literal standing for the value of the secret defined in ``file``."""
+    return "'" + (MARK + os.path.abspath(file)).replace("'", "''") + "'"
+
+
+def is_secret_text(text: str) -> bool:
+    """Whether a file's text defines a secret (so a message about it must not quote it)."""
+    return CREATE_SECRET.match(text) is not None
+
+
+def env_name(database: str, schema: str, name: str) -> str:
+    return "DIRTINESS_SECRET_" + "_".join(re.sub(r"[^A-Za-z0-9]", "_", p).upper() for p in (database, schema, name))
+
+
+def value_in_file(file: str) -> str | None:
+    """The value expression (``'...'``, ``decode(...)``) of the ``CREATE SECRET`` in ``file``, as written."""
+    from .materialize import CatalogObject
+    from .statement import SqlError, parse_statements
+
+    try:
+        with open(file, encoding="utf-8") as handle:
+            trees = parse_statements(handle.read(), "materialize")
+    except (OSError, UnicodeDecodeError, SqlError):
+        return None
+    for tree in trees:
+        if isinstance(tree, CatalogObject) and tree.args.get("kind") == "SECRET":
+            text = "".join(str(p.name) for p in tree.args.get("options") or []).strip()
+            match = re.match(r"AS\s+(.+)$", text, re.IGNORECASE | re.DOTALL)
+            return match.group(1).strip() if match else None
+    return None
+
+
+def reveal(statement: str, database: str, schema: str, name: str, environ=os.environ) -> str:
+    """``statement`` with its secret's placeholder replaced by the value; ``InputError`` (never quoting a
+    value) when neither the environment nor the file has one."""
+    found = PLACEHOLDER.search(statement)
+    if found is None:
+        return statement
+    variable = env_name(database, schema, name)
+    if environ.get(variable) is not None:
+        value = "'" + environ[variable].replace("'", "''") + "'"
+    else:
+        file = found.group(1).replace("''", "'")
+        value = value_in_file(file)
+        if value is None:
+            raise InputError(f"secret {database}.{schema}.{name}: no value: {variable} is not set and {file} "
+                             f"holds no readable CREATE SECRET ... AS ...")
+    return statement[:found.start()] + value + statement[found.end():]
