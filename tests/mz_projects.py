@@ -7,7 +7,8 @@ a replacement materialized view in the stable schema ``api``.
 
 ``v2``, from ``v1``: a column added to ``storage.users`` and a new table ``storage.accounts`` (apply's
 business); the connection's broker changed and the secret's value (apply's too); a new secret; a second unit test on ``core.user_events``
-(not a change of the view); ``core.top_bids``' query changed (the one change a deploy carries).
+(not a change of the view); ``core.top_bids``' query changed; a new materialized view on a new cluster
+``hot``, defined in ``clusters/hot.sql`` (the changes a deploy carries).
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ V2 = {
     "core/top_bids.sql": "CREATE VIEW top_bids AS SELECT buyer, amount FROM sources.bids WHERE amount > 500;",
     "sources/api_key.sql": "CREATE SECRET api_key AS 'planted-v2-Zq9';",
     "sources/token.sql": "CREATE SECRET token AS 'planted-new-Zq9';",
+    "core/hot_bids.sql": "CREATE MATERIALIZED VIEW hot_bids IN CLUSTER hot AS\n"
+                         "SELECT buyer, amount FROM sources.bids WHERE amount > 1000;",
 }
+CLUSTERS = {"v1": {}, "v2": {"hot.sql": "CREATE CLUSTER hot (SIZE = '50cc');\nGRANT USAGE ON CLUSTER hot TO analyst;"}}
 PLANTED = "planted-"  # every secret value above starts so: no output of a run may contain it
 VERSIONS = {"v1": V1, "v2": V2}
 
@@ -67,9 +71,11 @@ VERSIONS = {"v1": V1, "v2": V2}
 def write(folder: Path, version: str | dict, database: str = "materialize") -> Path:
     """The project's files under ``folder`` (a version's name, or files of your own); returns ``folder``."""
     files = VERSIONS[version] if isinstance(version, str) else version
-    models = folder / "models" / database
-    for relative, text in {**files, **SCHEMA_FILES}.items():
-        path = models / relative
+    clusters = CLUSTERS[version] if isinstance(version, str) else {}
+    placed = {**{f"models/{database}/{k}": v for k, v in {**files, **SCHEMA_FILES}.items()},
+              **{f"clusters/{k}": v for k, v in clusters.items()}}
+    for relative, text in placed.items():
+        path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")
     return folder

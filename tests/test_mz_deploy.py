@@ -97,6 +97,13 @@ def test_mz_deploys_rules_on_the_auction_checkouts(spark, tmp_path):
     assert [op[:4] for op in clusters_ops if op[3] == "serving_large"] == [("stage", 0, "CREATE", "serving_large")]
     assert ("stage", 0, "CREATE", "serving_large", "CREATE CLUSTER \"serving_large\" (SIZE = '25cc')") in clusters_ops
     assert {op[3] for op in clusters_ops if op[2] == "SWAP"} == {"compute", "serving"}
+    # compute's staged copy is created as clusters/compute.sql defines compute, grant included; serving's
+    # (no definition) with the dialect's template
+    staged = {op[3]: op[4] for op in clusters_ops if op[2] == "CREATE" and op[3] != "serving_large"}
+    assert staged == {
+        "compute": f'CREATE CLUSTER "compute{suffix}" (SIZE = \'100cc\', REPLICATION FACTOR = 2); '
+                   f'GRANT USAGE ON CLUSTER "compute{suffix}" TO analyst',
+        "serving": f'CREATE CLUSTER "serving{suffix}" (SIZE = \'25cc\')'}
     index = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "bid_counts_primary_idx")
     assert f'IN CLUSTER "serving_large" ON "materialize"."core{suffix}"."bid_counts"' in index
 
@@ -199,9 +206,9 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
         assert main(["snapshot", str(new)]) == 0
     stmts = pl.read_delta(str(out / "dirty_stmts"))
     found = {f"{r['schema']}.{r['name']}": r["rule"] for r in stmts.iter_rows(named=True)}
-    assert found == {"core.top_bids": "changed", "core.user_events": "schema", "core.catalog_size": "schema",
-                     "out.events_sink": "dependency", "api.summary": "dependency"}
-    assert pl.read_delta(str(out / "dirty_clusters")).height == 0
+    assert found == {"core.top_bids": "changed", "core.hot_bids": "changed", "core.user_events": "schema",
+                     "core.catalog_size": "schema", "out.events_sink": "dependency", "api.summary": "dependency"}
+    assert pl.read_delta(str(out / "dirty_clusters")).get_column("cluster").to_list() == ["hot"]
     assert set(pl.read_delta(str(out / "dirty_schemas")).get_column("schema").to_list()) == {"core", "api"}
     plan = pl.read_delta(str(out / "ddl_plan")).sort("seq")
     touched = {(r["schema"], r["name"]) for r in plan.iter_rows(named=True) if r["object_type"] != "schema"}
@@ -221,6 +228,8 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
     texts += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*")
               if p.is_file() and "models" not in p.parts]
     assert len(texts) > 20 and not [t for t in texts if PLANTED in t]
+    hot = [(r["action"], r["statement"]) for r in plan.iter_rows(named=True) if r["object_type"] == "cluster"]
+    assert hot == [("CREATE", "CREATE CLUSTER \"hot\" (SIZE = '50cc'); GRANT USAGE ON CLUSTER \"hot\" TO analyst")]
     token = [r for r in plan.iter_rows(named=True) if r["name"] == "token"]
     assert [(r["action"], r["reason"]) for r in token] == [("CREATE", "added")]
     assert reveal(token[0]["statement"], "materialize", "sources", "token") == \
@@ -232,3 +241,20 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
     with pytest.raises(InputError, match=r"secret materialize\.sources\.token: no value: "
                                          r"DIRTINESS_SECRET_MATERIALIZE_SOURCES_TOKEN is not set and .*token\.sql holds"):
         reveal(token[0]["statement"], "materialize", "sources", "token")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("CREATE CLUSTER hot (SIZE = '50cc');\nCREATE VIEW v AS SELECT 1;",
+     r"clusters/hot\.sql: expected one CREATE CLUSTER and its GRANT \.\.\. ON CLUSTER statements, found 'CREATE VIEW"),
+    ("GRANT USAGE ON CLUSTER hot TO analyst;", r"clusters/hot\.sql: no CREATE CLUSTER \.\.\. \(options\)"),
+    ("CREATE CLUSTER hot (SIZE = '50cc'); GRANT USAGE ON CLUSTER cold TO analyst;",
+     r"clusters/hot\.sql: a grant on cluster cold, not on hot"),
+])
+def test_a_bad_cluster_definition_is_named(tmp_path, text, message):
+    from mz_projects import write
+
+    folder = write(tmp_path, {"core/a.sql": "CREATE VIEW a AS SELECT 1 AS x;"})
+    (folder / "clusters").mkdir()
+    (folder / "clusters" / "hot.sql").write_text(text)
+    with pytest.raises(InputError, match=message):
+        to_document(str(folder))

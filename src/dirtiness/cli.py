@@ -269,6 +269,7 @@ def _snapshot(args) -> int:
     if document is None:
         raise InputError(f"{args.path}: already a snapshot in this job's own form: the job reads it as it is")
     document.pop("unit_tests", None)  # not part of a snapshot: counted by a run
+    document.pop("clusters", None)  # read by a run for its plan's cluster statements
     parse_document(document, args.path)  # what the job would refuse is refused here too
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
     if not args.out:

@@ -35,6 +35,8 @@ def of_document(document) -> str:
     """A snapshot converted from a tool's artefact, by its rows: a dbt manifest rewritten with a new
     ``generated_at`` and nothing else is the same input."""
     rows = {"objects": document.objects, "dependencies": document.dependencies, "indexes": document.indexes}
+    if getattr(document, "clusters", None):  # cluster definitions make the plan's statements
+        rows["clusters"] = document.clusters
     return of_text(json.dumps(rows, sort_keys=True, default=str))
 
 

@@ -12,6 +12,9 @@ KEY = ("database", "schema", "name")
 APPLY_MANAGED = ("table", "table-from-source", "source", "connection", "secret")
 
 OBJECT_DOMAIN = "object"
+# Where a cluster's name goes in its definition (mz-deploy's clusters/*.sql): the plan fills in the name it
+# creates, a staged copy's or the cluster's own.
+CLUSTER_NAME = "\x00cluster\x00"
 
 
 @dataclass(frozen=True)

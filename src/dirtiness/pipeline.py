@@ -293,7 +293,8 @@ class _Run:
             keys={r: [c for cols in column_names(d) for c in cols] for r, d in settings.plan_checked.derived.items()},
             steps=held["steps"].frame, deployed=deployed, new=planned_new,
             dependencies=new.dependencies, indexes=new.indexes, dialect=settings.dialect,
-            suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), verbatim_kinds=settings.sql.verbatim_kinds)
+            suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), verbatim_kinds=settings.sql.verbatim_kinds,
+            cluster_definitions=self._cluster_definitions())
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
@@ -305,6 +306,14 @@ class _Run:
         result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)
         result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
+
+    def _cluster_definitions(self) -> DataFrame | None:
+        """The new project's cluster definitions (mz-deploy's clusters/*.sql), a local relation: no job."""
+        new = self.settings.inputs.get("new")
+        definitions = sorted(new.clusters.items()) if isinstance(new, Document) else []
+        if not definitions:
+            return None
+        return self.spark.createDataFrame(definitions, "name string, definition string")
 
     def steps(self, base: dict[str, Batch], decided: Evaluation, dictionary_: DataFrame) -> Batch:
         """``group, id, step`` of every object a phase orders by dependency."""

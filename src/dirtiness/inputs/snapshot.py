@@ -123,6 +123,7 @@ class Document:
     indexes: list[tuple]
     converted: bool = False  # converted from a tool's artefact (inputs.formats)
     unit_tests: dict[str, int] = field(default_factory=dict)  # object -> its unit tests (mz-deploy), not deployed
+    clusters: dict[str, str] = field(default_factory=dict)  # cluster -> its definition (mz-deploy's clusters/*.sql)
 
 
 def read_document(path: str, format: str = "auto", system_schemas=(), external_databases=()) -> Document:
@@ -131,9 +132,9 @@ def read_document(path: str, format: str = "auto", system_schemas=(), external_d
     references are checked against ``system_schemas`` and ``external_databases`` here)."""
     converted = to_document(path, format, system_schemas=system_schemas, external_databases=external_databases)
     if converted is not None:
-        unit_tests = converted.pop("unit_tests", {})
+        unit_tests, clusters = converted.pop("unit_tests", {}), converted.pop("clusters", {})
         document = parse_document(converted, path)
-        document.converted, document.unit_tests = True, unit_tests
+        document.converted, document.unit_tests, document.clusters = True, unit_tests, clusters
         return document
     return _parse_yaml(path)
 

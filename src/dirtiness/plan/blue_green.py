@@ -106,12 +106,10 @@ def _stage(p: Planning, creating: DataFrame) -> list[DataFrame]:
         objects,
     ]
     if d.clusters:
-        clusters = _swapped_clusters(p)
-        parts.append(operations(
-            clusters, "stage", 1, "CREATE", "cluster", step=F.lit(0),
-            statement=d.render("create_cluster", cluster=quoted(p.staging("name")), like=quoted("name"))))
+        clusters, statement = p.cluster_statement(_swapped_clusters(p), quoted(p.staging("name")))
+        parts.append(operations(clusters, "stage", 1, "CREATE", "cluster", step=F.lit(0), statement=statement))
         parts.append(cluster_creations(p.decided("CreatedCluster", False).select(F.col("cluster").alias("name")),
-                                       d, "stage", 1))
+                                       p, "stage", 1))
         parts.append(_indexes(p, created))
     return parts
 

@@ -52,7 +52,7 @@ def in_place_plan(p: Planning) -> tuple[DataFrame, DataFrame]:
     ]
     if d.clusters:
         parts.append(cluster_creations(p.decided("CreatedCluster", False).select(F.col("cluster").alias("name")),
-                                       d, "setup", 2))
+                                       p, "setup", 2))
         indexes = p.indexes.join(setup.select(*KEY, "step"), list(KEY))
         parts.append(operations(
             indexes, "setup", 2, "CREATE", "index", step=F.col("step") + 2, name=F.col("index_name"),

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import Batch
-from ..model import KEY
+from ..model import CLUSTER_NAME, KEY
 from .dialect import Dialect
 from .statements import RENDER, quoted
 
@@ -62,6 +62,7 @@ class Planning:
     dialect: Dialect
     suffix: str                      # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
+    cluster_definitions: DataFrame | None = None  # name, definition: the project's own (mz-deploy's clusters/)
 
     def decided(self, relation: str, with_reason: bool = True) -> DataFrame:
         """A plan relation's tuples by name (its key columns), with their reason: a view of the decisions."""
@@ -74,6 +75,16 @@ class Planning:
 
     def staging(self, column: str = "schema") -> Column:
         return F.concat(F.col(column), F.lit(self.suffix))
+
+    def cluster_statement(self, clusters: DataFrame, name: Column) -> tuple[DataFrame, Column]:
+        """``clusters`` (``name``) with what creates each as ``name`` (the quoted name it gets): its
+        definition in the project where there is one (options and grants), else the dialect's template."""
+        template = self.dialect.render("create_cluster", cluster=name, like=quoted("name"))
+        if self.cluster_definitions is None:
+            return clusters, template
+        joined = clusters.join(self.cluster_definitions, "name", "left")
+        defined = F.replace(F.col("definition"), F.lit(CLUSTER_NAME), name)
+        return joined, F.when(F.col("definition").isNotNull(), defined).otherwise(template)
 
 
 def deploy_suffix(run_id: str, template: str = "dpl{hash8}") -> str:
@@ -113,7 +124,7 @@ def operations(frame: DataFrame, phase: str, phase_order: int, action: str | Col
     )
 
 
-def cluster_creations(missing: DataFrame, dialect: Dialect, phase: str, phase_order: int) -> DataFrame:
+def cluster_creations(missing: DataFrame, p: "Planning", phase: str, phase_order: int) -> DataFrame:
     """Step 0: each cluster the new project needs and the database does not have (``name``), under its own name."""
-    return operations(missing, phase, phase_order, "CREATE", "cluster", step=F.lit(0),
-                      statement=dialect.render("create_cluster", cluster=quoted("name"), like=quoted("name")))
+    missing, statement = p.cluster_statement(missing, quoted("name"))
+    return operations(missing, phase, phase_order, "CREATE", "cluster", step=F.lit(0), statement=statement)
