@@ -169,6 +169,7 @@ def test_a_project_takes_mz_deploys_rules_and_every_check_before_spark(tmp_path,
 
     from dirtiness import session
     from dirtiness.config import load_config
+    from dirtiness.plan.operations import deploy_suffix
     from dirtiness.settings import RunParams, resolve
 
     monkeypatch.setattr(session, "build_session", lambda *a, **k: pytest.fail("Spark started"))
@@ -180,6 +181,12 @@ def test_a_project_takes_mz_deploys_rules_and_every_check_before_spark(tmp_path,
     assert set(settings.forced) == {("materialize", s) for s in ("api", "core", "out", "sources", "storage")}
     assert resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out"), rules=str(PROJECT_ROOT / "conf" / "rules" / "dirty.dl")),
                    config).checked.path.endswith("dirty.dl")  # --rules overrides
+    named = resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out"), deploy_id="a1b2c3d"), config)
+    assert deploy_suffix(named.run_id, named.deploy_suffix) == "_a1b2c3d"  # mz-deploy's <name>_<deploy_id>
+    plain = resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out")), config)
+    assert named.fingerprints["config_fingerprint"] != plain.fingerprints["config_fingerprint"]
+    with pytest.raises(InputError, match=r"--deploy-id 'A-1': expected 1 to 126 lower-case letters"):
+        resolve(RunParams(old=str(old), new=str(new), out=str(tmp_path / "out"), deploy_id="A-1"), config)
     # a name PostgreSQL would truncate to 63 bytes is refused, not planned
     long = write(tmp_path / "long", {"core/" + "x" * 64 + ".sql": f"CREATE VIEW {'x' * 64} AS SELECT 1 AS x;"})
     config["plan"]["dialect"] = "postgres"

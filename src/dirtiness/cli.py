@@ -92,6 +92,8 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--out", required=True, help="output root of the Delta tables")
     run.add_argument("--forced-schema", "--redeploy-schema", dest="forced_schema", action="append", default=[],
                      metavar="DB.SCHEMA", help="redeploy this schema anyway (repeatable)")
+    run.add_argument("--deploy-id", metavar="ID", help="name staged schemas and clusters <name>_<ID> (mz-deploy's "
+                                                    "deploy id; default: plan.deploy_suffix from the run id)")
     run.add_argument("--redeploy-all", action="store_true",
                      help="redeploy every schema of the new project (mz-deploy's stage --redeploy-all)")
     run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
@@ -234,6 +236,7 @@ def _run_settings(args):
     config = load_config(args.config)
     settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
                                  out=args.out, forced_schemas=args.forced_schema, redeploy_all=args.redeploy_all,
+                                 deploy_id=args.deploy_id,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -22,7 +23,7 @@ from .datalog.holding import Holding
 from .errors import InputError
 from .inputs.formats import FORMATS, detect
 from .inputs.references import SqlSettings
-from .inputs.snapshot import Document, is_document, read_document
+from .inputs.snapshot import Document, check_parquet_footers, is_document, read_document
 from .plan.dialect import Dialect
 from .session import spark_settings
 
@@ -41,6 +42,7 @@ class RunParams:
     out: str
     forced_schemas: list[str] = field(default_factory=list)
     redeploy_all: bool = False  # every schema of the new project forced
+    deploy_id: str | None = None  # staged names are <name>_<deploy_id> (mz-deploy's); else plan.deploy_suffix
     run_id: str | None = None
     rules: str | None = None
     strategy: str | None = None
@@ -111,6 +113,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
                                      external_databases=tuple(config["external_databases"] or ()))
         if document is not None:
             _check_identifiers(document, dialect)
+        else:
+            check_parquet_footers(path)
         inputs[label] = document if document is not None else path
         # a tool's artefact by what it says, not by when the tool last wrote it
         input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
@@ -141,7 +145,9 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         **input_fingerprints,
         "rules_fingerprint": fingerprints_of.of_text(checked.program.text + plan_checked.program.text),
         "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
-                                                          allow_destructive=params.allow_destructive),
+                                                          allow_destructive=params.allow_destructive,
+                                                          **({"deploy_id": params.deploy_id} if params.deploy_id
+                                                             else {})),
     }
     return RunSettings(
         old=params.old, new=params.new, old_format=params.old_format, new_format=params.new_format,
@@ -156,7 +162,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
-        deploy_suffix=config["plan"]["deploy_suffix"],
+        deploy_suffix=_deploy_id(params.deploy_id) if params.deploy_id else config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints, inputs=inputs)
 
 
@@ -172,6 +178,14 @@ def _check_identifiers(document: Document, dialect: Dialect) -> None:
                 raise InputError(f"{document.path}: {where}: the name {part[:20]!r}... is {len(part.encode('utf-8'))} "
                                  f"bytes long; the {dialect.name} dialect allows {limit} (the database would "
                                  f"truncate it)")
+
+
+def _deploy_id(text: str) -> str:
+    """mz-deploy's deploy id, the staged names' suffix as given: lower-case letters, digits and underscores,
+    short enough that a name with it still fits (mz-deploy allows half of Materialize's 255 bytes)."""
+    if not re.fullmatch(r"[a-z0-9_]{1,126}", text):
+        raise InputError(f"--deploy-id {text!r}: expected 1 to 126 lower-case letters, digits or underscores")
+    return text
 
 
 def _every_schema(new: Document | str, path: str) -> list[tuple[str, str]]:

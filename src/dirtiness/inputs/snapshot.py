@@ -102,6 +102,21 @@ def is_document(path: str, format: str = "auto") -> bool:
     return not os.path.isdir(path) or (format if format != "auto" else detect(path)) != "snapshot"
 
 
+def check_parquet_footers(path: str) -> None:
+    """Every parquet file of a table-form snapshot opens (its footer read with pyarrow), before Spark reads
+    any: a truncated or foreign file is one line naming it, not a JVM stack trace at the end of a load."""
+    import pyarrow.parquet as pq
+
+    for folder, _, files in sorted(os.walk(path)):
+        for name in sorted(f for f in files if f.endswith(".parquet")):
+            file = os.path.join(folder, name)
+            try:
+                pq.read_metadata(file)
+            except Exception as error:  # noqa: BLE001 - pyarrow's errors for a bad file vary by cause
+                reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+                raise InputError(f"{file}: not a readable parquet file ({reason})") from None
+
+
 def missing_dependencies(snapshot: Snapshot, external_databases=()) -> DataFrame:
     """``detail`` of each dependency on an object the snapshot does not list, outside ``external_databases``."""
     listed = snapshot.objects.select(*(F.col(k).alias(f"dep_{k}") for k in KEY))
