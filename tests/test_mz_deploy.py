@@ -265,3 +265,70 @@ def test_a_bad_cluster_definition_is_named(tmp_path, text, message):
     (folder / "clusters" / "hot.sql").write_text(text)
     with pytest.raises(InputError, match=message):
         to_document(str(folder))
+
+
+PG_V1 = {
+    "raw/events.sql": "CREATE TABLE events (id integer PRIMARY KEY, ok boolean, v integer, day date);",
+    "core/clean.sql": "CREATE MATERIALIZED VIEW clean AS SELECT * FROM raw.events WHERE ok;\n"
+                      "EXECUTE UNIT TEST test_clean FOR shop.core.clean\n"
+                      "MOCK shop.raw.events(id integer, ok boolean, v integer, day date) AS (\n"
+                      "  SELECT * FROM (VALUES (1, true, 1, DATE '2026-01-01'))\n),\n"
+                      "EXPECTED(id integer, ok boolean, v integer, day date) AS (\n"
+                      "  SELECT * FROM (VALUES (1, true, 1, DATE '2026-01-01'))\n);",
+    "core/relations.sql": "CREATE VIEW relations AS SELECT count(*) AS n FROM information_schema.tables;",
+    "mart/daily.sql": "CREATE MATERIALIZED VIEW daily AS SELECT day, count(*) AS n FROM core.clean GROUP BY day;",
+    "mart/positive.sql": "CREATE VIEW positive AS SELECT id, v FROM core.clean WHERE v > 0;",
+}
+PG_V2 = {
+    **PG_V1,
+    "core/clean.sql": PG_V1["core/clean.sql"].replace("WHERE ok;", "WHERE ok AND v IS NOT NULL;"),
+    "raw/accounts.sql": "CREATE TABLE accounts (id integer PRIMARY KEY, owner integer);",
+    "mart/owners.sql": "CREATE VIEW owners AS SELECT owner, count(*) AS n FROM raw.accounts GROUP BY owner;",
+}
+
+
+def _in_dependency_order(document: dict) -> dict:
+    """The document's objects, each after what it reads (how a person deploys a project by hand)."""
+    objects = {".".join((o["database"], o["schema"], o["name"])): o for o in document["objects"]}
+    ordered, seen = [], set()
+
+    def visit(key):
+        if key in seen or key not in objects:
+            return
+        seen.add(key)
+        for dependency in objects[key].get("depends_on", ()):
+            visit(dependency)
+        ordered.append(objects[key])
+
+    for key in sorted(objects):
+        visit(key)
+    return {"objects": ordered}
+
+
+@pytest.mark.processes
+def test_a_project_folder_plan_applies_to_postgresql_like_a_fresh_deploy(spark, postgres, tmp_path):
+    """Two checkouts in mz-deploy's layout, of SQL PostgreSQL runs too: the changed MV's closure is
+    redeployed, the new table and view created, the unit test and the information_schema read kept out,
+    and the database then equals one deployed afresh from the new checkout."""
+    import polars as pl
+    from mz_projects import write
+    from postgres import catalog, deploy, without_oids
+
+    pg_config = str(PROJECT_ROOT / "examples" / "postgres" / "dirtiness.yaml")
+    old, new = write(tmp_path / "v1", PG_V1, database="shop"), write(tmp_path / "v2", PG_V2, database="shop")
+    out = tmp_path / "out"
+    assert main(["run", "--old", str(old), "--new", str(new), "--out", str(out), "--config", pg_config,
+                 "--run-id", "pg"]) == 0
+    stmts = {r["name"]: r["rule"] for r in pl.read_delta(str(out / "dirty_stmts")).iter_rows(named=True)}
+    assert stmts == {"clean": "changed", "relations": "schema", "daily": "dependency", "positive": "dependency",
+                     "owners": "changed"}  # the new table is apply's: created, not dirty
+    system = ("pg_catalog", "information_schema")
+    dsn = postgres.fresh_database("shop")
+    deploy(dsn, _in_dependency_order(to_document(str(old), system_schemas=system)))
+    before = catalog(dsn)
+    assert main(["apply", "--out", str(out), "--run-id", "pg", "--dsn", dsn]) == 0
+    fresh = postgres.fresh_database("fresh_shop")
+    deploy(fresh, _in_dependency_order(to_document(str(new), system_schemas=system)))
+    after = catalog(dsn)
+    assert without_oids(after) == without_oids(catalog(fresh))
+    assert after["relations"][("raw", "events")]["oid"] == before["relations"][("raw", "events")]["oid"]
