@@ -23,7 +23,8 @@ def test_a_project_folder_becomes_objects_with_kinds_clusters_indexes_and_depend
         "core.winning_bids": "materialized-view", "out.wins_sink": "sink", "sources.auctions": "source",
         "sources.bids": "table-from-source", "sources.kafka_conn": "connection"}
     assert v1["core.winning_bids"]["cluster"] == "compute"
-    assert v1["core.winning_bids"]["indexes"] == [{"name": "winning_bids_idx", "cluster": "serving"}]
+    assert v1["core.winning_bids"]["indexes"] == [{"name": "winning_bids_idx", "cluster": "serving",
+                                                   "key": ['"auction_id"']}]
     assert v1["core.bid_counts"]["indexes"] == [{"name": "bid_counts_primary_idx", "cluster": "serving"}]
     assert v1["out.wins_sink"]["depends_on"] == ["materialize.core.winning_bids", "materialize.sources.kafka_conn"]
     assert v1["api.top_buyers"]["depends_on"] == ["materialize.core.bid_counts"]  # qualified from its schema
@@ -31,13 +32,11 @@ def test_a_project_folder_becomes_objects_with_kinds_clusters_indexes_and_depend
     assert sorted(n for n, o in v1.items() if o.get("replacement")) == ["api.buyer_report", "api.top_buyers"]
 
 
-def test_an_index_on_columns_is_named_in_a_warning(caplog):
-    with caplog.at_level("WARNING", logger="dirtiness"):
-        objects("v2")
-    warned = [r.getMessage() for r in caplog.records]
-    assert len(warned) == 1  # bid_counts' default index is not warned about
-    assert "winning_bids.sql: index winning_bids_idx keys on (auction_id)" in warned[0]
-    assert "creates it as a default index" in warned[0]
+def test_an_index_keeps_its_key():
+    v2 = objects("v2")
+    assert v2["core.winning_bids"]["indexes"] == [
+        {"name": "winning_bids_idx", "cluster": "serving", "key": ['"auction_id"']}]
+    assert "key" not in v2["core.bid_counts"]["indexes"][0]  # a default index has none
 
 
 def test_hashes_see_statements_and_indexes_not_formatting():
@@ -104,6 +103,9 @@ def test_mz_deploys_rules_on_the_auction_checkouts(spark, tmp_path):
         "compute": f'CREATE CLUSTER "compute{suffix}" (SIZE = \'100cc\', REPLICATION FACTOR = 2); '
                    f'GRANT USAGE ON CLUSTER "compute{suffix}" TO analyst',
         "serving": f'CREATE CLUSTER "serving{suffix}" (SIZE = \'25cc\')'}
+    keyed = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "winning_bids_idx")
+    assert keyed == (f'CREATE INDEX "winning_bids_idx" IN CLUSTER "serving{suffix}" '
+                     f'ON "materialize"."core{suffix}"."winning_bids" ("auction_id")')  # its key, kept exactly
     index = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "bid_counts_primary_idx")
     assert f'IN CLUSTER "serving_large" ON "materialize"."core{suffix}"."bid_counts"' in index
 

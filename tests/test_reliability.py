@@ -67,6 +67,10 @@ GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
     ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c"}]),
                   obj("d.s.b", indexes=[{"name": "i", "cluster": "c"}])]},
      "d.s.b: index 'i' is also an index of d.s.a (index names are unique within a schema)"),
+    ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c", "key": "a"}])]},
+     "d.s.a: index i: 'key' must be a non-empty list of SQL expressions"),
+    ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c", "columns": ["a"]}])]},
+     "d.s.a: index i: unknown field(s) columns"),
 ])
 def test_bad_document_exits_2_before_spark_starts(tmp_path, capsys, new, message):
     """A document is validated while settings resolve: no session is needed to reject it."""

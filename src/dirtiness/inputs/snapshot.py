@@ -32,9 +32,10 @@ OBJECTS = T.StructType([
 ])
 DEPENDENCIES = T.StructType([T.StructField(c, T.StringType())
                              for c in (*KEY, "dep_database", "dep_schema", "dep_name")])
-INDEXES = T.StructType([T.StructField(c, T.StringType()) for c in (*KEY, "index_name", "cluster")])
+# key: the index's key expressions as SQL ("a", lower("b")), comma-separated; null for a default index
+INDEXES = T.StructType([T.StructField(c, T.StringType()) for c in (*KEY, "index_name", "cluster", "key")])
 TABLES = {"objects": OBJECTS, "dependencies": DEPENDENCIES, "indexes": INDEXES}
-REQUIRED = {"objects": (*KEY, "kind"), "dependencies": DEPENDENCIES.names, "indexes": INDEXES.names}
+REQUIRED = {"objects": (*KEY, "kind"), "dependencies": DEPENDENCIES.names, "indexes": (*KEY, "index_name", "cluster")}
 
 
 @dataclass
@@ -264,7 +265,14 @@ def _parse_object(entry, number: int):
         cluster = index.get("cluster")
         if cluster is not None and not isinstance(cluster, str):
             raise _Problem(f"{name}: index {index['name']}: 'cluster' must be a string")
-        idx.append((index["name"], cluster))
+        expressions = index.get("key")
+        if expressions is not None and (not isinstance(expressions, list) or not expressions
+                                        or not all(isinstance(k, str) and k.strip() for k in expressions)):
+            raise _Problem(f"{name}: index {index['name']}: 'key' must be a non-empty list of SQL expressions")
+        unknown = sorted(set(index) - {"name", "cluster", "key"})
+        if unknown:
+            raise _Problem(f"{name}: index {index['name']}: unknown field(s) {', '.join(unknown)}")
+        idx.append((index["name"], cluster, ", ".join(expressions) if expressions else None))
     row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"), entry.get("tool_id"))
     return key, row, deps, idx
 

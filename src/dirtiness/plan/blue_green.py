@@ -199,7 +199,7 @@ def _cleanup(p: Planning) -> list[DataFrame]:
 def _indexes(p: Planning, created: DataFrame) -> DataFrame:  # created: the stage's objects with their steps
     """Indexes of created objects (one step after them), and of objects that stay on a swapped cluster (step 1)."""
     d, suffix = p.dialect, F.lit(p.suffix)
-    indexes = p.indexes.select(*KEY, "index_name", F.col("cluster").alias("index_cluster"))
+    indexes = p.indexes.select(*KEY, "index_name", F.col("cluster").alias("index_cluster"), "key")
     swapped = _swapped_clusters(p).select(F.col("name").alias("index_cluster"), F.lit(True).alias("swapped"))
     index_cluster = F.when(F.col("swapped"), F.concat(F.col("index_cluster"), suffix)).otherwise(F.col("index_cluster"))
     staying = (indexes.join(p.decided("Staged", False), list(KEY), "left_anti")
@@ -211,6 +211,6 @@ def _indexes(p: Planning, created: DataFrame) -> DataFrame:  # created: the stag
     def create(frame: DataFrame, step, target: str) -> DataFrame:
         return operations(frame, "stage", 1, "CREATE", "index", step=step, name=F.col("index_name"),
                           target_schema=F.col(target), kind=F.lit(None).cast("string"),
-                          statement=d.render("create_index", index=quoted("index_name"), cluster=quoted(index_cluster),
-                                             object=qualified("database", target, "name")))
+                          statement=d.index_statement(index=quoted("index_name"), cluster=quoted(index_cluster),
+                                                      object=qualified("database", target, "name")))
     return create(staying, F.lit(1), "schema").unionByName(create(with_created, F.col("step") + 2, "target"))

@@ -2,7 +2,8 @@
 
 Defined in ``conf/job.yaml`` under ``plan.dialects``; ``plan.dialect`` picks
 one. Templates are filled with double-quoted identifiers only (and ``{kind}``
-with a fixed keyword such as ``MATERIALIZED VIEW``), on Spark.
+with a fixed keyword such as ``MATERIALIZED VIEW``, ``{key}`` with an index's
+key expressions as its snapshot gives them), on Spark.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ PLACEHOLDERS = {
     "drop_empty_schema": {"schema"},
     "drop_object": {"kind", "object"},
     "create_cluster": {"cluster", "like"}, "swap_cluster": {"cluster", "staging"}, "drop_cluster": {"cluster"},
-    "create_index": {"index", "cluster", "object"},
+    "create_index": {"index", "cluster", "object"}, "create_index_on": {"index", "cluster", "object", "key"},
     "apply_replacement": {"object", "replacement"}, "repoint_sink": {"sink", "upstream"},
 }
 ALWAYS = ("create_schema", "swap_schema", "drop_schema", "drop_empty_schema", "drop_object")
@@ -101,6 +102,15 @@ class Dialect:
         return SqlSettings(dialect=self.parser, verbatim_kinds=verbatim, mismatch=mismatch,
                            kinds=None if set(self.kinds) == set(KINDS) else self.kinds,
                            clusters=self.clusters, indexes=self.clusters, system_schemas=self.system_schemas)
+
+    def index_statement(self, **values: Column) -> Column:
+        """What creates an index (of a frame with a ``key`` column): ``create_index_on`` with its key where
+        it has one and the dialect that template, else ``create_index`` (a default index)."""
+        default = self.render("create_index", **values)
+        if not self.templates.get("create_index_on"):
+            return default
+        keyed = self.render("create_index_on", key=F.col("key"), **values)
+        return F.when(F.col("key").isNotNull(), keyed).otherwise(default)
 
     def render(self, template: str, **values: Column) -> Column:
         """The template with each ``{placeholder}`` replaced by a Column's value."""

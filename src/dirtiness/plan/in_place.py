@@ -57,7 +57,7 @@ def in_place_plan(p: Planning) -> tuple[DataFrame, DataFrame]:
         parts.append(operations(
             indexes, "setup", 2, "CREATE", "index", step=F.col("step") + 2, name=F.col("index_name"),
             target_schema=F.col("schema"), kind=F.lit(None).cast("string"),
-            statement=d.render("create_index", index=quoted("index_name"), cluster=quoted("cluster"),
+            statement=d.index_statement(index=quoted("index_name"), cluster=quoted("cluster"),
                                object=qualified(*KEY))))
     moved = p.dependencies.select(*MOVED[:6]).withColumn("dep_target", F.lit(None).cast("string")).limit(0)
     return reduce(DataFrame.unionByName, parts), moved

@@ -12,7 +12,8 @@ dialect, extended in ``sql/materialize.py``): the object's kind, its
 (qualified against its own database and schema). The statement hash is
 taken over the normalised statement and its indexes (identifiers folded and
 quoted, whitespace and comments gone), so reformatting a file or changing
-the case of an unquoted name is not a change. A file's unit tests
+the case of an unquoted name is not a change. An index keeps its key
+(``ON obj (a, lower(b))``) as the plan creates it again. A file's unit tests
 (``EXECUTE UNIT TEST ... FOR ...``) belong to its object: counted, never
 part of its hash, never deployed.
 
@@ -20,14 +21,14 @@ What mz-deploy refuses is refused here, before Spark starts, naming the file
 (and line): a reference to an object no file defines (outside the dialect's
 system schemas, which are the database's catalogs, and
 ``external_databases``), and a schema mixing storage objects (tables,
-sources, sinks, connections, secrets) with views and materialized views. A snapshot keeps an index's
-name and cluster, not its key: an index on chosen columns is noted in a
-warning, since a plan creates it as a default index.
+sources, sinks, connections, secrets) with views and materialized views.
+
+    clusters/<cluster>.sql                    CREATE CLUSTER with its options and GRANTs: what a
+                                              staged or added cluster is created with
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 
@@ -251,8 +252,6 @@ def _index(tree: Index, key: tuple[str, str, str], file: str) -> dict:
         raise InputError(f"{file}: an index on {show(on)}, not on {show(key)} (each file indexes its own object)")
     name = tree.this.name if tree.this is not None else f"{key[2]}_primary_idx"
     cluster = tree.args.get("cluster")
-    if tree.expressions:
-        logging.getLogger("dirtiness").warning(
-            "%s: index %s keys on (%s); a snapshot keeps an index's name and cluster, not its key, so a plan "
-            "creates it as a default index", file, name, ", ".join(e.sql() for e in tree.expressions))
-    return {"name": name, "cluster": cluster.name if cluster is not None else None}
+    key = [e.sql(dialect=MaterializeDeploy, identify=True) for e in tree.expressions]  # kept exactly
+    entry = {"name": name, "cluster": cluster.name if cluster is not None else None, "key": key or None}
+    return {k: v for k, v in entry.items() if v is not None}
