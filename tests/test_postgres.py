@@ -263,6 +263,55 @@ def test_an_operation_committed_but_not_logged_is_not_run_again(postgres, batch,
     assert without_oids(catalog(dsn)) == without_oids(fresh_state(postgres, batch, "shop"))
 
 
+def test_a_dead_applys_statement_still_running_is_ended_and_settled_by_the_database(postgres, batch, tmp_path):
+    """An apply killed while its DROP waited on a lock a long report query held: its statement still runs in
+    the server. The next apply holds the run's lock, so that session is a dead apply's: it is ended, the
+    database says its transaction aborted, and the operation runs again (no --resolve, no 60 s wait)."""
+    import threading
+
+    dsn = deployed_database(postgres, batch, "shop")
+    out = own_out(batch, tmp_path)
+    plan = pl.read_delta(os.path.join(batch["out"], "ddl_plan")).filter(
+        (pl.col("run_id") == "ip") & (pl.col("database") == "shop")).sort("seq").to_dicts()
+    first = plan[0]  # teardown: DROP MATERIALIZED VIEW mart.daily
+    report = psycopg.connect(dsn)  # the long report query: its transaction holds daily
+    report.execute("SELECT count(*) FROM mart.daily").fetchone()
+    dead = psycopg.connect(dsn, application_name="dirtiness apply")  # the killed apply's session
+    transaction = dead.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
+    pid = dead.execute("SELECT pg_backend_pid()").fetchone()[0]
+    waiting = threading.Thread(target=lambda: _ignoring(psycopg.Error, dead.execute, first["statement"]))
+    waiting.start()  # blocks on the report's lock, as the dead apply's statement did
+    journal = ApplyLog(out, "ip", attempt="killed")
+    journal.write([Event(first["seq"], "started", dt.datetime.now(dt.timezone.utc), transaction=transaction,
+                         phase="teardown", step=0)])
+    result = {}
+    applying = threading.Thread(target=lambda: result.update(apply_plan(
+        read_settings(out, "ip", load_config(PG_CONFIG)), dsn, Settings(databases=("shop",)))))
+    started = time.monotonic()
+    applying.start()
+    with psycopg.connect(dsn, autocommit=True) as watch:  # once the dead session is gone, the report ends
+        while watch.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]:
+            assert time.monotonic() - started < 30, "the dead apply's session was not ended"
+            time.sleep(0.05)
+    report.rollback()
+    applying.join(timeout=60)
+    waiting.join(timeout=10)
+    assert result["ran"] == len(plan) and time.monotonic() - started < 30
+    log = pl.read_delta(os.path.join(out, "apply_log")).filter(
+        (pl.col("run_id") == "ip") & (pl.col("seq") == first["seq"]))
+    assert "ended with the session of an earlier apply that was cut off" in log["message"].to_list()
+    assert without_oids(catalog(dsn)) == without_oids(fresh_state(postgres, batch, "shop"))
+    report.close()
+    dead.close()
+
+
+def _ignoring(errors, function, *args):
+    try:
+        function(*args)
+    except errors:
+        pass
+
+
 def test_a_rejected_statement_stops_apply_naming_the_operation(postgres, batch, capsys, tmp_path):
     expected = fresh_state(postgres, batch, "flipper")
     dsn = deployed_database(postgres, batch, "flipper")
@@ -306,6 +355,7 @@ def test_without_transactions_an_unfinished_operation_is_in_doubt_until_resolved
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"operation seq {plan[0]['seq']} (teardown step 0, DROP object shop.mart.daily) was started by an " \
            f"earlier apply" in line and f"--resolve {plan[0]['seq']}=succeeded" in line
+    assert "(its DDL runs outside transactions, as Materialize's does" in line  # which case it is
     assert main([*argv, "--resolve", f"{plan[0]['seq']}=succeeded"]) == 0
     assert " 3 operation(s) run, 1 already done" in capsys.readouterr().out
     assert without_oids(catalog(dsn)) == without_oids(fresh_state(postgres, batch, "shop"))

@@ -42,6 +42,7 @@ log = logging.getLogger("dirtiness")
 PLAN_FIELDS = ["seq", "phase", "phase_order", "step", "action", "object_type", "database", "schema", "name",
                "target_schema", "statement"]
 LOCK_WAIT_SECONDS = 30.0       # an apply killed a moment ago may still hold the lock
+APPLICATION_NAME = "dirtiness apply"  # how a later apply knows an earlier one's sessions
 IN_PROGRESS_WAIT_SECONDS = 60.0  # ... and have a statement running in the database
 
 
@@ -182,18 +183,18 @@ def _settle(journal: ApplyLog, operations: list[Operation], database: "_Database
         if state["status"] == "succeeded":
             done.add(seq)
         elif state["status"] == "started":
-            outcome = resolve.get(seq) or database.outcome(state.get("transaction"))
+            outcome, why = (resolve[seq], None) if seq in resolve else database.outcome(state.get("transaction"))
             if outcome is None:
                 raise ApplyError(f"operation {op.describe()} was started by an earlier apply that did not see it "
-                                 f"finish, and the database cannot say whether it took effect: check, then run apply "
-                                 f"again with --resolve {seq}=succeeded or --resolve {seq}=retry")
+                                 f"finish, and the database cannot say whether it took effect ({why}): check, then "
+                                 f"run apply again with --resolve {seq}=succeeded or --resolve {seq}=retry")
             if outcome == "succeeded":
                 done.add(seq)
                 settled.append(Event(seq, "succeeded", state["started_at"], now, _settled_message(resolve, seq),
                                      op.phase, op.step, state.get("transaction")))
             else:
                 settled.append(Event(seq, "rolled back", state["started_at"], now,
-                                     "did not take effect in an earlier apply", op.phase, op.step,
+                                     why or "did not take effect in an earlier apply", op.phase, op.step,
                                      state.get("transaction")))
     journal.write(settled)
     return done
@@ -219,8 +220,9 @@ class _Database:
 
         self.psycopg, self.dsn, self.transactional = psycopg, dsn, transactional
         try:
-            self.control = psycopg.connect(dsn, autocommit=True)
-            self.workers = [psycopg.connect(dsn, autocommit=not transactional) for _ in range(max(1, parallel))]
+            self.control = psycopg.connect(dsn, autocommit=True, application_name=APPLICATION_NAME)
+            self.workers = [psycopg.connect(dsn, autocommit=not transactional, application_name=APPLICATION_NAME)
+                            for _ in range(max(1, parallel))]
         except psycopg.Error as error:
             raise ApplyError(f"cannot connect to the database: {self.scrub(_first_line(error))}") from None
         self.pool = ThreadPoolExecutor(max_workers=len(self.workers))
@@ -249,20 +251,38 @@ class _Database:
                 raise ApplyError(f"another apply of run {run_id} holds its lock on this database")
             time.sleep(0.2)
 
-    def outcome(self, transaction: str | None) -> str | None:
-        """What became of an earlier apply's transaction: succeeded, retry, or None (cannot tell)."""
-        if not transaction or not self.transactional:
-            return None
-        deadline = time.monotonic() + IN_PROGRESS_WAIT_SECONDS
+    def outcome(self, transaction: str | None) -> tuple[str | None, str | None]:
+        """What became of an earlier apply's transaction: (succeeded | retry | None, why). None: the database
+        cannot tell. A transaction still in progress belongs to a dead apply (this one holds the run's lock,
+        so no live apply of the run has one): its session is ended, and the database then says."""
+        if not self.transactional:
+            return None, ("its DDL runs outside transactions, as Materialize's does: the database keeps no "
+                          "record of a statement's outcome")
+        if not transaction:
+            return None, "the earlier apply recorded no transaction for it"
+        deadline, ended = time.monotonic() + IN_PROGRESS_WAIT_SECONDS, 0
         while True:
             status = self.control.execute("SELECT pg_xact_status(%s::xid8)", (transaction,)).fetchone()[0]
             if status == "committed":
-                return "succeeded"
+                return "succeeded", None
             if status == "aborted":
-                return "retry"
-            if status is None or time.monotonic() > deadline:
-                return None
-            time.sleep(0.2)  # the killed apply's statement is still running; the server aborts it when done
+                return "retry", ("ended with the session of an earlier apply that was cut off" if ended
+                                 else None)
+            if status is None:
+                return None, f"transaction {transaction} is unknown to the database"
+            if time.monotonic() > deadline:
+                return None, f"transaction {transaction} is still running in a session this apply could not end"
+            ended += self._end_session_of(transaction)
+            time.sleep(0.05)  # the ended session's transaction is rolled back as it exits
+
+    def _end_session_of(self, transaction: str) -> int:
+        """Terminate the session of an apply (by its application name) running ``transaction`` (an xid8; the
+        session shows it as a 32-bit xid): how many were ended."""
+        row = self.control.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND application_name = %s AND backend_xid::text = (%s::xid8::text::numeric %% 4294967296)::text",
+            (APPLICATION_NAME, transaction)).fetchone()
+        return int(row[0])
 
     def run_parallel(self, batch: list[Operation], journal: ApplyLog) -> None:
         """Each operation on its own connection (and transaction); outcomes logged; the first failure raised."""
