@@ -109,21 +109,33 @@ def test_destructive_plan_exits_3_and_publishes_nothing(spark, tmp_path, capsys)
     table = {"database": "d", "schema": "raw", "name": "events", "kind": "table", "hash": "h1"}
     view = {"database": "d", "schema": "raw", "name": "recent", "kind": "view", "hash": "h1",
             "depends_on": ["d.raw.events"]}
-    old = _write(tmp_path / "old.yaml", [table, view])
-    new = _write(tmp_path / "new.yaml", [{**table, "hash": "h2"}, view])
+    # and a changed secret that a connection reads, which feeds a source and two tables from it: in place,
+    # all four are dropped and created again, which loses the tables' data (a refusal, not an internal error)
+    secret = {"database": "e", "schema": "s", "name": "pw", "kind": "secret", "hash": "h1"}
+    chain = [secret, {"database": "e", "schema": "s", "name": "conn", "kind": "connection", "depends_on": ["e.s.pw"]},
+             {"database": "e", "schema": "s", "name": "src", "kind": "source", "depends_on": ["e.s.conn"]},
+             *({"database": "e", "schema": "s", "name": t, "kind": "table-from-source", "depends_on": ["e.s.src"]}
+               for t in ("auctions", "bids"))]
+    old = _write(tmp_path / "old.yaml", [table, view, *chain])
+    new = _write(tmp_path / "new.yaml", [{**table, "hash": "h2"}, view, {**secret, "hash": "h2"}, *chain[1:]])
     argv = ["run", "--old", old, "--new", new, "--out", str(tmp_path / "out"), "--strategy", "in-place"]
     page = tmp_path / "refused.html"
     assert main([*argv, "--report", str(page)]) == 3
     html = page.read_text()  # the page of a refused run says why
     assert '<span class="status refused">refused</span>' in html and "d.raw.events" in html
     err = error_lines(capsys.readouterr().err)
-    assert len(err) == 1 and "refused without --allow-destructive: d.raw.events (table)" in err[0]
+    assert len(err) == 1 and "refused without --allow-destructive: " in err[0]
+    for name in ("d.raw.events (table)", "e.s.src (source)", "e.s.auctions (table-from-source)",
+                 "e.s.bids (table-from-source)"):
+        assert name in err[0]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["runs"]  # nothing but the reason
     refused = pl.read_delta(str(tmp_path / "out" / "runs")).to_dicts()
     assert [r["status"] for r in refused] == ["refused"] and "d.raw.events" in refused[0]["message"]
     assert main([*argv, "--allow-destructive", "--run-id", "allowed"]) == 0
     plan = pl.read_delta(str(tmp_path / "out" / "ddl_plan")).sort("seq")
-    assert plan.filter(pl.col("destructive"))["name"].to_list() == ["events"]
+    assert sorted(plan.filter(pl.col("destructive"))["name"].to_list()) == ["auctions", "bids", "events", "src"]
+    created = {r["name"] for r in plan.filter(pl.col("action") == "CREATE").to_dicts()}
+    assert created >= {"pw", "conn", "src", "auctions", "bids"}  # allowed: dropped and created again
 
 
 def test_dependency_cycle_exits_2_naming_the_objects(spark, tmp_path, capsys):
