@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness import session
 from dirtiness.cli import main
+from dirtiness.errors import PublishError
 from dirtiness.config import load_config
 from dirtiness.pipeline import Hooks, compute, run
 from dirtiness.publish import publish
@@ -233,6 +235,19 @@ def test_retry_after_a_failure_at_every_write(spark, tmp_path):
             assert published(out) == [], stage
             [row] = pl.read_delta(os.path.join(out, "runs")).to_dicts()
             assert (row["status"], row["message"]) == ("failed", f"injected failure at {stage}")
+        full = store.replace_run  # a write that fails inside the store (a full disk): one line naming the table
+
+        def disk_full(table, rows, run_id):
+            if table == "ddl_plan":
+                raise OSError(28, "No space left on device")
+            return full(table, rows, run_id)
+
+        store.replace_run = disk_full
+        with pytest.raises(PublishError, match=rf"^writing table ddl_plan under {re.escape(out)} failed: "
+                                               rf"\[Errno 28\] No space left on device$"):
+            publish(result, store)
+        store.replace_run = full
+        assert published(out) == []
         summary = publish(result, store)
     finally:
         result.release()

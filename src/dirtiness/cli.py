@@ -15,7 +15,7 @@ from typing import NoReturn
 from .apply.runner import ApplyError
 
 from .datalog.syntax import ProgramError
-from .errors import InputError, PolicyError
+from .errors import InputError, PolicyError, PublishError
 from .inputs.formats import FORMATS
 from .config import ReadSettings, load_config, read_settings
 
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     except PolicyError as error:
         _fail(error, debug)
         return EXIT_POLICY
-    except ApplyError as error:
+    except (ApplyError, PublishError) as error:
         _fail(error, debug)
         return EXIT_FAILURE
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, exit 1

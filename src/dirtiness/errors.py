@@ -9,6 +9,19 @@ class PolicyError(RuntimeError):
     """The plan is refused by policy (exit 3), e.g. destructive steps without permission."""
 
 
+class PublishError(RuntimeError):
+    """A table could not be written (exit 1): the message names it; the run is recorded as failed and what
+    the previous runs published stands."""
+
+
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The line of an error worth showing: a JVM error's own exception line rather than py4j's preamble."""
+    lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
+    meaningful = [line for line in lines if not line.startswith(("An error occurred while calling", "at "))]
+    line = (meaningful or lines or [type(error).__name__])[0].lstrip(": ")
+    return line[:limit]
+
+
 def summarize(problems: list[str], what: str, shown: int = 5, total: int | None = None) -> str:
     """All problems of one kind in one line: the first few, then how many more (of ``total``, if given)."""
     head = "; ".join(problems[:shown])

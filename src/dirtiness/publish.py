@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import os
 
-from .errors import PolicyError
+from .errors import PolicyError, PublishError, first_line
 from .model import BY_NAME
 from .pipeline import Hooks, RunResult, Stages
 from .settings import FINGERPRINTS, RunSettings
@@ -40,7 +40,10 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
 
     def write(table: str, rows) -> int:
         clock.enter(f"write:{table}")
-        return store.replace_run(table, rows, run_id)
+        try:
+            return store.replace_run(table, rows, run_id)
+        except Exception as error:  # noqa: BLE001 - a disk full, a permission, a store's refusal: named
+            raise PublishError(f"writing table {table} under {settings.out} failed: {first_line(error)}") from error
 
     try:
         with clock("write"):
