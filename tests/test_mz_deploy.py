@@ -237,6 +237,9 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
     texts += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*")
               if p.is_file() and "models" not in p.parts]
     assert len(texts) > 20 and not [t for t in texts if PLANTED in t]
+    assert main(["explain", "--out", str(out), "materialize.storage.users"]) == 0  # why a changed table is clean
+    said = capsys.readouterr().out
+    assert "is not dirty" in said and "apply-managed" in said and "changed (modified)" in said
     hot = [(r["action"], r["statement"]) for r in plan.iter_rows(named=True) if r["object_type"] == "cluster"]
     assert hot == [("CREATE", "CREATE CLUSTER \"hot\" (SIZE = '50cc'); GRANT USAGE ON CLUSTER \"hot\" TO analyst")]
     token = [r for r in plan.iter_rows(named=True) if r["name"] == "token"]

@@ -50,7 +50,7 @@ class Link:
 class Neighbour:
     """Something the target's dirtiness may come from, and its state."""
 
-    role: str                   # schema | cluster | index | depends on | used by | holds
+    role: str                   # itself | schema | cluster | index | depends on | used by | holds
     name: str
     state: str                  # dirty | clean | changed (how) | unchanged
     rule: str | None = None
@@ -96,6 +96,12 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
         explanation.change = changed[0]["change"] if changed else None
         index_rows = tables.rows(facts_table("IndexUsesCluster"), **key)
         explanation.surroundings = _object_surroundings(tables, key, index_rows)
+        managed = facts_table("IsApplyManaged")
+        if explanation.change and tables.has(managed) and tables.rows(managed, **key):  # mz-deploy's rules say why
+            explanation.surroundings.insert(0, Neighbour(
+                "itself", name, f"changed ({explanation.change})",
+                note="apply-managed (a table, source, connection or secret): under mz-deploy's rules its change "
+                     "seeds nothing; mz-deploy's apply creates and alters it"))
         indexes = sorted({r["index_name"] for r in index_rows})
         explanation.plan = sorted(
             _plan_rows(tables, object_type="object", **key)
