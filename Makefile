@@ -26,11 +26,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Spark's classes archived once for the JVMs the tests start (tests/class_archive.py): each maps them
-# instead of loading them, seconds less per JVM. Rebuilt when the virtualenv is.
+# instead of loading them, seconds less per JVM. Rebuilt when the virtualenv is. Only a speed-up: without
+# it (a JVM that cannot write one) the tests run as before.
 classes: $(CLASSES)
 
 $(CLASSES): $(STAMP)
-	$(BIN)/python tests/class_archive.py $@
+	$(BIN)/python tests/class_archive.py $@ || echo "no class archive: the tests' JVMs load their classes as usual"
 
 # Airflow in its own virtualenv (it pins much of what it needs), for examples/airflow/dirtiness_dag.py
 # and the test that runs it.
