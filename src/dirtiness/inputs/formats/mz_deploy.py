@@ -146,10 +146,7 @@ def _folders(path: str) -> list[str]:
 
 
 def _stable(path: str) -> bool:
-    if not os.path.isfile(path):
-        return False
-    with open(path, encoding="utf-8") as handle:
-        return bool(STABLE_API.search(handle.read()))
+    return os.path.isfile(path) and bool(STABLE_API.search(_read(path)))
 
 
 def _object(file: str, key: tuple[str, str, str], replacement: bool, system_schemas: tuple) -> tuple[dict, int]:
