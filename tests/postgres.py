@@ -19,19 +19,21 @@ import tempfile
 
 import psycopg
 
+RECORD_SCHEMA = "dirtiness"  # apply's deploy record (apply.record_schema): bookkeeping, not the project
+
 CATALOG = """
 SELECT n.nspname AS schema, c.relname AS name, c.relkind AS kind, c.oid::bigint AS oid,
        CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END AS definition,
        (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
           FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'v', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+WHERE c.relkind IN ('r', 'v', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'dirtiness')
   AND n.nspname NOT LIKE 'pg_toast%'
 ORDER BY 1, 2
 """
 SCHEMAS = """
 SELECT nspname FROM pg_namespace
-WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg_toast%'
+WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'dirtiness') AND nspname NOT LIKE 'pg_toast%'
   AND nspname NOT LIKE 'pg_temp%' ORDER BY 1
 """
 

@@ -124,6 +124,13 @@ def touched(out: str, run_id: str, database: str) -> tuple[set, set]:
     return objects, swapped
 
 
+def decisions(out: str, run_id: str, database: str) -> dict[tuple[str, str], str]:
+    """(schema, name) -> decision of every object of ``database`` in the run's decisions table."""
+    rows = pl.read_delta(os.path.join(out, "decisions")).filter(
+        (pl.col("run_id") == run_id) & (pl.col("database") == database) & (pl.col("subject") == "object"))
+    return {(r["schema"], r["name"]): r["decision"] for r in rows.to_dicts()}
+
+
 def assert_like_fresh(dsn: str, expected: dict, before: dict, untouched: tuple[set, set]) -> None:
     after = catalog(dsn)
     assert without_oids(after) == without_oids(expected)
@@ -206,6 +213,11 @@ def test_random_projects_apply_in_any_order_within_a_step(postgres, batch, strat
         kept = [k for k in before["relations"]
                 if k in after["relations"] and k not in objects and k[0] not in swapped]
         assert {k: after["relations"][k]["oid"] for k in kept} == {k: before["relations"][k]["oid"] for k in kept}
+        decided = decisions(batch["out"], run_id, database)  # what the decisions table says happened
+        kept_by_table = [k for k, d in decided.items() if d == "kept" and k in before["relations"]]
+        assert {k: after["relations"].get(k, {}).get("oid") for k in kept_by_table} == {
+            k: before["relations"][k]["oid"] for k in kept_by_table}, f"{database} ({strategy}): a kept object moved"
+        assert not [k for k, d in decided.items() if d == "dropped" and k in after["relations"]]
     assert applied > 10 * RANDOM_PROJECTS  # plans that did something
     assert len(DeltaTable(os.path.join(out, "apply_log")).file_uris()) == 1  # each apply compacts its log
     print(f"\n{strategy}: {RANDOM_PROJECTS} random projects, {applied} operations applied in shuffled order")

@@ -111,6 +111,18 @@ def test_example_page_in_chromium(example_run, expected, browser):
     assert len(shown) == 2  # the object, and flippers whose cause it is
     assert all("materialize.public.flip_activities" in row for row in shown)
     visit.page.fill("#search", "")
+
+    decided = expected["decisions"]  # the decisions table, filterable by decision and by text
+    assert visit.page.locator("#decision-rows tbody tr").count() == len(decided)
+    visit.page.select_option("#decision-filter", "swapped")
+    swapped = visit.page.locator("#decision-rows tbody tr:not(.hidden)").all_inner_texts()
+    assert len(swapped) == len([d for d in decided if ": swapped" in d]) == 3
+    assert visit.page.inner_text("#decisions-shown") == f"3 of {len(decided)} shown"
+    visit.page.fill("#decision-search", "quickstart")
+    (row,) = visit.page.locator("#decision-rows tbody tr:not(.hidden)").all_inner_texts()
+    assert row.split("\t")[:4] == ["cluster", "quickstart", "swapped", "swap_cluster"]
+    visit.page.select_option("#decision-filter", "")
+    visit.page.fill("#decision-search", "")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report-example.png"
     visit.page.screenshot(path=str(shot), full_page=True)

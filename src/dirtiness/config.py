@@ -79,6 +79,7 @@ class ReadSettings:
     report: dict                         # the report section, checked
     transactional: dict[str, bool]       # dialect -> whether its DDL runs in transactions (apply)
     parallel: int                        # apply: operations of one step run on up to this many connections
+    record_schema: str                   # apply: the schema of the deploy record in the target database
 
 
 def read_settings(out: str, run_id: str | None, config: dict, parallel: int | None = None) -> ReadSettings:
@@ -88,8 +89,11 @@ def read_settings(out: str, run_id: str | None, config: dict, parallel: int | No
     parallel = parallel if parallel is not None else config["apply"]["parallel"]
     if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
         raise InputError(f"--parallel {parallel}: expected 1 or more")
+    record_schema = config["apply"].get("record_schema")
+    if not isinstance(record_schema, str) or not record_schema.strip():
+        raise InputError(f"configuration: apply.record_schema must be a schema name, not {record_schema!r}")
     return ReadSettings(out=out, run_id=run_id, outputs=dict(config["outputs"] or {}),
                         report=report_settings(config.get("report")),
                         transactional={name: bool((d or {}).get("transactional_ddl", False))
                                        for name, d in dialects.items()},
-                        parallel=parallel)
+                        parallel=parallel, record_schema=record_schema)

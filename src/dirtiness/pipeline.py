@@ -61,6 +61,7 @@ from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshot
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
+from .plan.decision_table import decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
@@ -90,6 +91,7 @@ class RunResult:
     tables: dict[str, Batch] = field(default_factory=dict)    # output table -> dirty rows
     plan: Batch | None = None                                 # the checked ddl_plan rows
     decisions: Batch | None = None                            # plan_decisions rows
+    object_decisions: Batch | None = None                     # decisions rows: one per object, schema, cluster
     report: PlanReport | None = None                          # the plan's checks and figures
     context: PlanContext | None = None                        # what the checks read beside the plan rows
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
@@ -251,8 +253,7 @@ class _Run:
         """The input checks read back: a warning logged, the first problem raised (exit 2)."""
         if checks is None:
             return
-        rows = [dict(zip(checks.columns, r)) for r in checks.rows] if checks.local else checks.frame.collect()
-        found = read_problems(rows, {**problems, **warnings})
+        found = read_problems(checks.dicts(), {**problems, **warnings})
         for line, (details, total) in found.items():
             if line in warnings:
                 log.warning("%s (warning%s)", _problem_line(line, details, total),
@@ -298,10 +299,14 @@ class _Run:
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
+        dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
+        table = result.object_decisions = self.holding.hold(decision_table(
+            settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
+            dirty_stmts, changed, indexes, _reads_apply_managed(settings)), try_local=self.small)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
-                              dirty_stmts=result.tables["dirty_stmts"].frame, strategy=settings.strategy,
+                              dirty_stmts=dirty_stmts, strategy=settings.strategy,
                               max_identifier_length=settings.dialect.max_identifier_length,
-                              apply_managed_left=_reads_apply_managed(settings))
+                              apply_managed_left=_reads_apply_managed(settings), decisions=table.frame)
         checks, invariants = plan_checks(plan.frame, context)
         result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)

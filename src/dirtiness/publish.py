@@ -19,6 +19,7 @@ from .pipeline import Hooks, RunResult, Stages
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
 from .store.run_log import (
+    DECISIONS,
     PLAN_DECISIONS,
     RUN_RELATIONS,
     RUN_ROUNDS,
@@ -52,6 +53,7 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
             counts = {table: write(table, batch) for table, batch in result.tables.items()}
             counts["ddl_plan"] = write("ddl_plan", result.plan)
             write(PLAN_DECISIONS, result.decisions)
+            write(DECISIONS, result.object_decisions)
             write("run_relations", records(RUN_RELATIONS, relation_rows(
                 settings.checked, settings.plan_checked, settings.outputs, facts_written, result.rounds,
                 result.plan_rounds)))

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Callable
 
-from ..errors import InputError
+from ..errors import InputError, PolicyError
 from ..sql import secrets
 from ..readback.run_tables import RunTables
 from ..config import ReadSettings
+from . import record
 from .log import ApplyLog, Event
 
 log = logging.getLogger("dirtiness")
@@ -127,8 +128,16 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
     try:
         with _Database(dsn, transactional, settings.parallel) as database:
             database.lock(run_id)
+            database.lock("deploy", "another apply is deploying to this database")  # one run at a time
             try:
                 done = _settle(journal, operations, database, settings.resolve)
+                mine = record.Deployment(run_id, tables.run.get("old_fingerprint"),
+                                         tables.run.get("new_fingerprint"), *record.touched(operations))
+                history = database.deployments(read.record_schema)
+                if not done:  # an apply that already ran some of the plan passed this check then
+                    why = record.refusal(mine, history)
+                    if why:
+                        raise PolicyError(why)
                 for (_, _, step), group in groupby(operations, key=lambda o: (o.phase_order, o.phase, o.step)):
                     pending = [o for o in group if o.seq not in done]
                     if not pending:
@@ -144,6 +153,8 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
                     ran += len(pending)
                     log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
                              time.perf_counter() - clock)
+                if all(d.run_id != run_id for d in history):
+                    database.record(read.record_schema, replace(mine, applied_at=_now()))
             finally:
                 journal.compact()  # still holding the run's lock
     except psycopg.Error as error:  # the connection itself failed: say so without the connection string
@@ -238,18 +249,36 @@ class _Database:
     def scrub(self, text: str) -> str:
         return _scrub(text, self.dsn)
 
-    def lock(self, run_id: str) -> None:
-        """One apply per run at a time (PostgreSQL advisory lock; Materialize has none)."""
+    def lock(self, name: str, held: str | None = None) -> None:
+        """An advisory lock for the session (PostgreSQL; Materialize has none): one apply per run at a time
+        (``name``: the run id), and one deploy per database (``deploy``)."""
         if not self.transactional:
             return
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         while True:
-            row = self.control.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"dirtiness apply {run_id}",))
+            row = self.control.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"dirtiness apply {name}",))
             if row.fetchone()[0]:
                 return
             if time.monotonic() > deadline:
-                raise ApplyError(f"another apply of run {run_id} holds its lock on this database")
+                raise ApplyError(held or f"another apply of run {name} holds its lock on this database")
             time.sleep(0.2)
+
+    def deployments(self, schema: str) -> list[record.Deployment]:
+        """The database's deploy record, oldest first (created empty the first time)."""
+        try:
+            for statement in record.create_statements(schema):
+                self.control.execute(statement)
+            return [record.from_row(r) for r in self.control.execute(record.select_statement(schema)).fetchall()]
+        except self.psycopg.Error as error:
+            raise ApplyError(f"cannot read the deploy record {schema}.{record.TABLE}: "
+                             f"{self.scrub(_first_line(error))}") from None
+
+    def record(self, schema: str, deployment: record.Deployment) -> None:
+        try:
+            self.control.execute(record.insert_statement(schema), record.to_row(deployment))
+        except self.psycopg.Error as error:
+            raise ApplyError(f"the plan was applied, but writing it to the deploy record {schema}.{record.TABLE} "
+                             f"failed: {self.scrub(_first_line(error))}") from None
 
     def outcome(self, transaction: str | None) -> tuple[str | None, str | None]:
         """What became of an earlier apply's transaction: (succeeded | retry | None, why). None: the database

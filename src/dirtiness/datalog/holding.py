@@ -63,6 +63,12 @@ class Batch:
     def local(self) -> bool:
         return self.rows is not None
 
+    def dicts(self) -> list[dict]:
+        """Every row by column name: the local rows, or the blocks collected (a Spark job)."""
+        if self.local:
+            return [dict(zip(self.schema.names, row)) for row in self.rows]
+        return [row.asDict() for row in self.frame.collect()]
+
     def part(self, by: str | None, value, columns: list[str] | dict[str, str]) -> "Batch":
         """The rows whose ``by`` is ``value`` (all of them: ``by`` None), with ``columns`` (a list, or output
         name -> column): filtered here when local, a view of the blocks otherwise (its count known when the

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from ..errors import InputError, PolicyError
 from ..inputs.snapshot import Snapshot, collect_problems, read_problems
 from ..model import APPLY_MANAGED, KEY
+from .decision_table import invariants as decision_invariants
 from .operations import SCHEMA
 
 CREATING = ("stage", "post-swap", "setup")  # phases that build dependencies before dependents
@@ -48,6 +49,7 @@ class PlanContext:
     strategy: str
     max_identifier_length: int | None
     apply_managed_left: bool = False  # the rules leave apply-managed changes out of the dirty sets (mz-deploy)
+    decisions: DataFrame | None = None  # the decisions table (plan.decision_table): checked complete
 
 
 @dataclass
@@ -167,6 +169,8 @@ def _invariants(plan: DataFrame, c: PlanContext) -> dict[str, DataFrame]:
     }
     if c.strategy == "blue-green":
         checks["every staged schema and cluster is swapped"] = _not_swapped(plan, c)
+    if c.decisions is not None:
+        checks.update(decision_invariants(c.decisions, plan))
     return checks
 
 

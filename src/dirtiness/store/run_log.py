@@ -47,6 +47,7 @@ RUN_ROUNDS = pa.schema([
 ])
 RUN_STAGES = pa.schema([("position", pa.int32()), ("stage", pa.string()), ("seconds", pa.float64())])
 PLAN_DECISIONS = "plan_decisions"
+DECISIONS = "decisions"  # one row per object, schema and cluster (plan.decision_table)
 
 
 def records(schema: pa.Schema, rows: list[dict]) -> pa.Table:

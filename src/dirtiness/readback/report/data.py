@@ -42,6 +42,12 @@ class ReportData:
     plan: list[dict] = field(default_factory=list)
     plan_total: int = 0
     picture: Picture | None = None
+    decisions: list[dict] = field(default_factory=list)   # the first max_rows, objects, schemas, then clusters
+    decisions_total: int = 0
+    decision_kinds: list[str] = field(default_factory=list)  # every decision the run made, for the filter
+
+
+SUBJECT_ORDER = {"object": 0, "schema": 1, "cluster": 2}
 
 
 def report_settings(settings: dict | None) -> dict:
@@ -80,6 +86,10 @@ def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
     data.plan = _rows(tables, "ddl_plan", "seq", condition=pc.field("seq") <= settings["max_rows"])
     data.picture = _picture(tables, objects, steps, data.schemas, data.colours, settings["max_graph_nodes"])
     data.schemas_total, data.clusters_total = len(data.schemas), len(data.clusters)
+    decisions = sorted(_rows(tables, "decisions"), key=lambda r: (
+        SUBJECT_ORDER.get(r["subject"], 3), *(r[k] or "" for k in KEY)))
+    data.decisions, data.decisions_total = decisions[:settings["max_rows"]], len(decisions)
+    data.decision_kinds = sorted({r["decision"] for r in decisions})
     data.schemas, data.clusters = data.schemas[:settings["max_rows"]], data.clusters[:settings["max_rows"]]
     return data
 

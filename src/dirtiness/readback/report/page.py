@@ -52,7 +52,8 @@ def render(data: ReportData) -> str:
         stage_colours=[PALETTE[i % len(PALETTE)] for i in range(len(data.stages))], relations=data.relations,
         rounds=data.rounds, chart=data.chart, picture=data.picture, node_width=NODE_WIDTH, node_height=NODE_HEIGHT,
         objects=data.objects, objects_total=data.objects_total, colours=data.colours, clusters=data.clusters,
-        clusters_total=data.clusters_total, schemas=data.schemas, schemas_total=data.schemas_total, phases=_phases(data), plan=data.plan, plan_total=data.plan_total)
+        clusters_total=data.clusters_total, schemas=data.schemas, schemas_total=data.schemas_total, phases=_phases(data), plan=data.plan, plan_total=data.plan_total,
+        decisions=data.decisions, decisions_total=data.decisions_total, decision_kinds=data.decision_kinds)
 
 
 def _phases(data: ReportData) -> list[dict]:
@@ -74,6 +75,8 @@ def _environment() -> jinja2.Environment:
     env.filters["n"] = lambda value: "" if value is None else f"{value:,}"
     env.filters["when"] = _when
     env.filters["object_key"] = lambda row: show_name((row["database"], row["schema"], row["name"]))
+    env.filters["subject_key"] = lambda row: show_name(tuple(row[k] for k in ("database", "schema", "name")
+                                                             if row[k] is not None))
     return env
 
 
