@@ -1,0 +1,59 @@
+"""Every `dirtiness` command the README shows runs as written, in order, against the real parts.
+
+The README's paths are kept but moved under this test's folder (``out/example``
+is the suite's run of the bundled example); its connection string is the
+suite's PostgreSQL, database ``flipper``. ``make run`` and ``make test``, the
+two commands at the top, are what CI and a fresh clone run.
+"""
+
+import re
+import shlex
+
+from dirtiness.cli import main
+from dirtiness.config import PROJECT_ROOT
+
+PREFIX = ".venv/bin/dirtiness "
+
+
+def readme_commands() -> list[str]:
+    """The README's commands, in order: each ``.venv/bin/dirtiness`` line (with its continuation lines, and
+    with or without a ``$`` prompt) and each ``export``."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", readme, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.strip().removeprefix("$ ")
+            if line.startswith((PREFIX, "export ")):
+                commands.append(line.split("  #")[0].strip())
+    return commands
+
+
+def test_the_readme_shows_the_tour_commands():
+    commands = readme_commands()
+    verbs = [c.removeprefix(PREFIX).split()[0] for c in commands if c.startswith(PREFIX)]
+    assert verbs == ["explain", "report", "run", "apply", "run", "apply", "apply"]
+
+
+def test_every_readme_command_runs_as_written(example_run, postgres, tmp_path, monkeypatch, capsys):
+    dsn = postgres.fresh_database("flipper")
+    paths = {"out/example": str(example_run.out), "out/postgres": str(tmp_path / "postgres"),
+             "examples/": str(PROJECT_ROOT / "examples") + "/"}
+    for command in readme_commands():
+        if command.startswith("export "):
+            name, _, _ = command.removeprefix("export ").partition("=")
+            monkeypatch.setenv(name, dsn)  # the README's example DSN, here the suite's server
+            continue
+        argv = shlex.split(command.removeprefix(PREFIX))
+        for at, arg in enumerate(argv):
+            for written, here in paths.items():
+                if arg.startswith(written):
+                    argv[at] = here + arg[len(written):]
+        if argv[0] == "report":  # the page goes beside this test, not into the shared run's folder
+            argv[argv.index("--html") + 1] = str(tmp_path / "report.html")
+        assert main(argv) == 0, command
+        printed = capsys.readouterr()
+        assert dsn not in printed.out + printed.err
+        if argv[0] == "explain":
+            assert printed.out.startswith("object materialize.public.flippers is dirty in run example")
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+    assert "applied run change: 14 operation(s) run, 0 already done" in printed.out
