@@ -151,6 +151,9 @@ def test_why_an_object_is_in_the_plan_walks_the_plans_rules_back_to_a_change(see
         ("DirtyStmt(db.app.table1)", "changed", "dirty_stmts"),
         ("ChangedStmt(db.app.table1)", None, "facts/changed_stmt")]
     text = format_text(e)
+    assert e.decision["decision"] == "redeployed by staging" and e.decision["relation"] == "Staged"
+    steps = ", ".join(e.decision["steps"].split(","))
+    assert f"\n  decision: redeployed by staging (Staged, rule staged; plan rows {steps}; dirty)\n" in text
     assert "the plan's decisions:\n  Redeployed (rule dirty, round 1): dirty" in text
     assert f"why Redeployed({p}db.app.view1):" in text and "  plan 1  Redeployed(" in text
 
@@ -161,6 +164,7 @@ def test_why_a_schema_is_swapped_and_an_object_it_held_is_removed(seeds):
     e = explain(RunTables.open(out), "schema", (p + "materialize", "public"))
     decided = {d["relation"]: d for d in e.decisions}
     assert {"Swapped", "StagingSchema"} <= set(decided)
+    assert (e.decision["decision"], e.decision["rule"]) == ("swapped", "swapped") and e.decision["steps"]
     assert e.decision_chain[0].fact == f"Swapped({p}materialize, public)" and e.decision_chain[0].rule == "swapped"
     assert e.decision_chain[1].fact.startswith(f"Redeployed({p}materialize.public.")  # one of the schema's dirty
     assert e.decision_chain[-1].seed and e.decision_chain[-1].relation == "ChangedStmt"

@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     except (ApplyError, PublishError) as error:
         _fail(error, debug)
         return EXIT_FAILURE
+    except BrokenPipeError:  # a reader that stopped early (| head): what it read was complete lines
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error as Python flushes
+        return EXIT_OK
     except Exception as error:  # noqa: BLE001 - the last line of defence: one line, exit 1
         _fail(error, debug, prefix=f"internal error ({type(error).__name__}): ")
         return EXIT_FAILURE

@@ -189,17 +189,19 @@ def _with_steps(decided: DataFrame, plan: DataFrame, indexes: DataFrame) -> Data
     rows = (plan.select("seq", "object_type", *KEY, "reason")
             .join(index_of, list(KEY), "left"))
     is_index = F.col("object_type") == "index"
-    candidates = rows.select("seq", "reason", F.explode(F.array(
-        F.struct(F.lit(0).alias("priority"),
-                 F.when(is_index, "object").otherwise(F.col("object_type")).alias("subject"),
-                 F.when(F.col("object_type") != "cluster", F.col("database")).alias("database"),
-                 F.when(F.col("object_type") != "cluster", F.col("schema")).alias("schema"),
-                 F.when(is_index, F.col("on")).when(F.col("object_type") != "schema", F.col("name")).alias("name")),
-        F.struct(F.lit(1).alias("priority"), F.lit("cluster").alias("subject"), null.alias("database"),
-                 null.alias("schema"), F.when(is_index, F.col("index_cluster")).alias("name")))).alias("c"))
+    own = rows.select("seq", "reason", F.lit(0).alias("priority"),  # an index's own subject: its object
+                      F.when(is_index, "object").otherwise(F.col("object_type")).alias("subject"),
+                      F.when(F.col("object_type") != "cluster", F.col("database")).alias("database"),
+                      F.when(F.col("object_type") != "cluster", F.col("schema")).alias("schema"),
+                      F.when(is_index, F.col("on")).when(F.col("object_type") != "schema", F.col("name"))
+                      .alias("name"))
+    index_cluster = rows.where(is_index).select("seq", "reason", F.lit(1).alias("priority"),
+                                                F.lit("cluster").alias("subject"), null.alias("database"),
+                                                null.alias("schema"), F.col("index_cluster").alias("name"))
+    candidates = own.unionByName(index_cluster)
     keys = ["subject", *KEY]
     live = decided.where(F.col("decision") != KEPT)
-    owned = (candidates.select("seq", "reason", "c.*").where(F.col("name").isNotNull() | F.col("schema").isNotNull())
+    owned = (candidates.where(F.col("name").isNotNull() | F.col("schema").isNotNull())
              .alias("c").join(live.select(*keys, "cluster").alias("d"),
                               [F.col(f"c.{k}").eqNullSafe(F.col(f"d.{k}")) for k in keys])
              .groupBy("seq").agg(F.min_by(F.struct(*(F.col(f"c.{k}").alias(k) for k in keys), "c.reason"),

@@ -23,6 +23,7 @@ from .run_tables import RunTables
 NOT_KEYS = {"run_id", "kind", "change", "tool_id", "rule", "cause", "round"}  # detail and provenance columns
 DIRTY_TABLES = {"object": "dirty_stmts", "cluster": "dirty_clusters", "schema": "dirty_schemas"}
 DECISIONS = "plan_decisions"
+OBJECT_DECISIONS = "decisions"  # one row per object, schema and cluster
 DECISION_KEYS = {3: ("database", "schema", "name"), 2: ("database", "schema"), 1: ("cluster",)}  # by parts
 
 
@@ -72,6 +73,7 @@ class Explanation:
     plan: list[dict] = field(default_factory=list)
     decisions: list[dict] = field(default_factory=list)  # the plan's decisions about it: relation, rule, reason
     decision_chain: list[Link] = field(default_factory=list)  # why the first of them holds
+    decision: dict | None = None  # its row of the decisions table: decision, relation, rule, reason, steps
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -113,6 +115,7 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     else:
         explanation.surroundings = _schema_surroundings(tables, parts[0], parts[1])
         explanation.plan = _plan_rows(tables, object_type="schema", database=parts[0], schema=parts[1])
+    explanation.decision = _decision(tables, kind, parts)
     decided = _decisions(tables, parts)
     explanation.decisions = [{k: row[k] for k in ("relation", "rule", "cause", "round", "reason")} for row in decided]
     if decided:
@@ -130,6 +133,15 @@ def _decisions(tables: RunTables, parts: tuple[str, ...]) -> list[dict]:
     rows = [r for r in tables.rows(DECISIONS, **dict(zip(keys, parts)))
             if all(r[k] is None for k in ("database", "schema", "name", "cluster") if k not in keys)]
     return sorted(rows, key=lambda r: (r["reason"] is None, r["round"], r["relation"]))
+
+
+def _decision(tables: RunTables, kind: str, parts: tuple[str, ...]) -> dict | None:
+    """The subject's one row of the ``decisions`` table (None for a run written before there was one)."""
+    if not tables.has(OBJECT_DECISIONS):
+        return None
+    names = {"object": KEY, "schema": ("database", "schema"), "cluster": ("name",)}[kind]
+    rows = tables.rows(OBJECT_DECISIONS, subject=kind, **dict(zip(names, parts)))
+    return {k: rows[0][k] for k in ("decision", "relation", "rule", "reason", "steps")} if rows else None
 
 
 def _require_known(tables: RunTables, kind: str, parts: tuple[str, ...], name: str) -> None:
@@ -288,6 +300,12 @@ def _plan_rows(tables: RunTables, **where) -> list[dict]:
 def format_text(e: Explanation) -> str:
     """The explanation as a few aligned lines for a terminal."""
     lines = [f"{e.kind} {e.name} is {'dirty' if e.dirty else 'not dirty'} in run {e.run_id} (rules: {e.rules})"]
+    if e.decision:
+        d = e.decision
+        by = f"{d['relation']}, rule {d['rule']}" if d["relation"] else ""
+        rows = f"plan rows {d['steps'].replace(',', ', ')}" if d["steps"] else ""
+        detail = "; ".join(part for part in (by, rows, d["reason"]) if part)
+        lines.append(f"  decision: {d['decision']}" + (f" ({detail})" if detail else ""))
     if e.dirty:
         lines += _chain_lines(e.chain)
     elif e.kind == "object":
