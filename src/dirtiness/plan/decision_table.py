@@ -3,7 +3,7 @@
 The plan's rules derive many tuples about an object (``Redeployed``,
 ``Removed``, ``Staged``, ...); most are steps on the way. A few are
 *terminal*: they say what finally happens to the object. Each terminal
-relation maps to one decision (``DECIDING``); an object no terminal relation
+relation maps to one decision (``_OBJECTS``, ``_SCHEMAS``, ``_CLUSTERS``); a subject no terminal relation
 names is ``kept``. Two different decisions for one object is a contradiction
 in the rules, and fails the run.
 
@@ -18,9 +18,7 @@ subject that is not kept has a plan row.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
