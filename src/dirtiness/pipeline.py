@@ -300,13 +300,14 @@ class _Run:
         held = self.hold({"rows": rows, "moved": moved})
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
         dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
+        apply_managed_left = _reads_apply_managed(settings)
         table = result.object_decisions = self.holding.hold(decision_table(
             settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
-            dirty_stmts, changed, indexes, _reads_apply_managed(settings)), try_local=self.small)
+            dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
                               dirty_stmts=dirty_stmts, strategy=settings.strategy,
                               max_identifier_length=settings.dialect.max_identifier_length,
-                              apply_managed_left=_reads_apply_managed(settings), decisions=table.frame)
+                              apply_managed_left=apply_managed_left, decisions=table.frame)
         checks, invariants = plan_checks(plan.frame, context)
         result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)
