@@ -96,6 +96,11 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
                                                     "deploy id; default: plan.deploy_suffix from the run id)")
     run.add_argument("--redeploy-all", action="store_true",
                      help="redeploy every schema of the new project (mz-deploy's stage --redeploy-all)")
+    run.add_argument("--only", action="append", default=[], metavar="SEL",
+                     help="deploy only the changes of this object (DB.SCHEMA.NAME), schema (DB.SCHEMA) or cluster "
+                          "(NAME), and what must move with them (repeatable)")
+    run.add_argument("--exclude", action="append", default=[], metavar="SEL",
+                     help="leave the changes of this object, schema or cluster as deployed (repeatable)")
     run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
     run.add_argument("--rules", help="rule program (.dl); default from the configuration")
     run.add_argument("--config", help="YAML overlaid on conf/job.yaml")
@@ -239,7 +244,7 @@ def _run_settings(args):
     config = load_config(args.config)
     settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
                                  out=args.out, forced_schemas=args.forced_schema, redeploy_all=args.redeploy_all,
-                                 deploy_id=args.deploy_id,
+                                 deploy_id=args.deploy_id, only=args.only, exclude=args.exclude,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}

@@ -105,3 +105,6 @@ def plan_domains() -> dict[str, tuple[str, ...]]:
 def facts_table(relation: str) -> str:
     """The table, under the output root, holding a base relation's facts."""
     return f"facts/{BY_NAME[relation].table}"
+
+
+SELECTED_CHANGES = "selected_changes"  # a selective run's changes, each chosen or left as deployed, and why

@@ -58,11 +58,12 @@ from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
-from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY
+from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, facts_table
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
 from .plan.decision_table import decision_table
 from .plan.decisions import decision_rows, reason_columns
+from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
 from .plan.steps import layered
@@ -304,6 +305,8 @@ class _Run:
         table = result.object_decisions = self.holding.hold(decision_table(
             settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
+        if settings.selection is not None:
+            self._check_selection(table.frame)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
                               dirty_stmts=dirty_stmts, strategy=settings.strategy,
                               max_identifier_length=settings.dialect.max_identifier_length,
@@ -312,6 +315,17 @@ class _Run:
         result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)
         result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
+
+    def _check_selection(self, decisions: DataFrame) -> None:
+        """A selective run moves no object whose change was excluded (``plan.excluded``; exit 2)."""
+        from .store.run_log import PLAN_DECISIONS, relation_rows
+
+        settings, result = self.settings, self.result
+        relations = {r["relation"]: r["table"] for r in relation_rows(
+            settings.checked, settings.plan_checked, settings.outputs, {}, [], [])}
+        tables = {**{facts_table(n): b.frame for n, b in result.facts.items()},
+                  **{t: b.frame for t, b in result.tables.items()}, PLAN_DECISIONS: result.decisions.frame}
+        excluded_moved(settings.selection, decisions, HeldTables(settings.run_id, tables), relations)
 
     def _cluster_definitions(self) -> DataFrame | None:
         """The new project's cluster definitions (mz-deploy's clusters/*.sql), a local relation: no job."""

@@ -14,7 +14,7 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
-from .model import BY_NAME
+from .model import BY_NAME, SELECTED_CHANGES
 from .pipeline import Hooks, RunResult, Stages
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
@@ -25,6 +25,7 @@ from .store.run_log import (
     RUN_ROUNDS,
     RUN_STAGES,
     RUNS,
+    SELECTED_CHANGE_ROWS,
     records,
     relation_rows,
     round_rows,
@@ -54,6 +55,8 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
             counts["ddl_plan"] = write("ddl_plan", result.plan)
             write(PLAN_DECISIONS, result.decisions)
             write(DECISIONS, result.object_decisions)
+            if settings.selection is not None:
+                write(SELECTED_CHANGES, records(SELECTED_CHANGE_ROWS, [c.row() for c in settings.selection.changes]))
             write("run_relations", records(RUN_RELATIONS, relation_rows(
                 settings.checked, settings.plan_checked, settings.outputs, facts_written, result.rounds,
                 result.plan_rounds)))
@@ -88,12 +91,22 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
         "verbatim": report.verbatim,
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "fingerprints": settings.fingerprints,
+        "selection": _selection_summary(settings),
         "rounds": len(result.rounds),
         "round_log": [{"round": r.round, "stratum": r.stratum, "new": r.new, "seconds": round(r.seconds, 3)}
                       for r in result.rounds],
         "plan_rounds": len(result.plan_rounds),
         "seconds": {**seconds, "total": round(sum(seconds.values()), 3)},
     }
+
+
+def _selection_summary(settings: RunSettings) -> dict | None:
+    selection = settings.selection
+    if selection is None:
+        return None
+    return {"flags": selection.text(), "changes": len(selection.changes),
+            "selected": sorted(".".join(c.key) for c in selection.changes if c.selected),
+            "excluded": sorted(".".join(c.key) for c in selection.changes if not c.selected)}
 
 
 def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: Exception) -> None:
@@ -166,6 +179,13 @@ def format_summary(summary: dict) -> str:
         f"  stages: {stages}",
         f"  tables: {summary['out']} ({summary['delta_backend']} backend)",
     ]
+    if summary.get("selection"):
+        chosen = summary["selection"]
+        flags = chosen["flags"] if len(chosen["flags"]) <= 120 else f"{chosen['flags'].count('--')} selectors"
+        left = chosen["excluded"][:10] + ([f"and {len(chosen['excluded']) - 10} more"]
+                                          if len(chosen["excluded"]) > 10 else [])
+        lines.append(f"  selection ({flags}): {len(chosen['selected'])} of {chosen['changes']} change(s) "
+                     f"deployed; left as deployed: {', '.join(left) or 'none'}")
     if summary.get("needing_attention"):
         lines.append("  needing attention (dirty, not redeployed by blue-green): "
                      + ", ".join(summary["needing_attention"]))

@@ -22,7 +22,8 @@ from .datalog.check import CheckedProgram
 from .datalog.holding import Holding
 from .errors import InputError
 from .inputs.formats import FORMATS, detect
-from .inputs.references import SqlSettings
+from .inputs.references import SqlSettings, analyse
+from .inputs.selection import Selection, select
 from .inputs.snapshot import Document, check_parquet_footers, is_document, read_document
 from .plan.dialect import Dialect
 from .session import spark_settings
@@ -49,6 +50,8 @@ class RunParams:
     allow_destructive: bool = False
     old_format: str = "auto"  # inputs.formats: auto | snapshot | dbt | mz-deploy | moose
     new_format: str = "auto"
+    only: list[str] = field(default_factory=list)     # selective deploy: the changes to deploy (inputs.selection)
+    exclude: list[str] = field(default_factory=list)  # and the changes to leave as deployed
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class RunSettings:
     fingerprints: dict[str, str]
     inputs: dict[str, Document | str] = field(default_factory=dict, compare=False, repr=False)  # old, new: a
     # document parsed and validated before Spark started, or the path of a table-form snapshot
+    selection: Selection | None = field(default=None, compare=False, repr=False)  # --only/--exclude: inputs["new"]
+    # is then the deployed project plus the selected changes
 
     def small_catalog(self, objects: int) -> bool:
         """A catalog of this many objects (both snapshots) takes the small-data path."""
@@ -120,6 +125,11 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
                                                       if document is not None and document.converted
                                                       else fingerprints_of.of_path(path))
+    selection = None
+    if params.only or params.exclude:
+        selection = _selection(inputs, params, dialect, config)
+        inputs["new"] = selection.new
+        input_fingerprints["new_fingerprint"] = fingerprints_of.of_document(selection.new)
     outputs = dict(config["outputs"] or {})
     missing = [t for t in REQUIRED_OUTPUTS if t not in outputs.values()]
     if missing:
@@ -146,6 +156,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         "rules_fingerprint": fingerprints_of.of_text(checked.program.text + plan_checked.program.text),
         "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
                                                           allow_destructive=params.allow_destructive,
+                                                          **({"selection": selection.text()} if selection else {}),
                                                           **({"deploy_id": params.deploy_id} if params.deploy_id
                                                              else {})),
     }
@@ -163,7 +174,22 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=_deploy_id(params.deploy_id) if params.deploy_id else config["plan"]["deploy_suffix"],
-        delta_backend=backend, fingerprints=fingerprints, inputs=inputs)
+        delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection)
+
+
+def _selection(inputs: dict, params: RunParams, dialect: Dialect, config: dict) -> Selection:
+    """--only/--exclude: the new project as the deployed one plus the chosen changes (both read as documents)."""
+    for label in ("old", "new"):
+        if not isinstance(inputs[label], Document):
+            raise InputError(f"{getattr(params, label)}: --only/--exclude need both projects as documents or a "
+                             f"tool's project, not a folder of tables (--{label})")
+    sql = dialect.sql_settings(config)
+
+    def reads(row: tuple) -> list[tuple[str, str, str]]:
+        _error, references, _cluster = analyse(row[7], row[3], *row[:3], sql.dialect, sql.system_schemas)
+        return [tuple(r) for r in references or ()]
+
+    return select(inputs["old"], inputs["new"], list(params.only), list(params.exclude), reads)
 
 
 def _check_identifiers(document: Document, dialect: Dialect) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
-from ..model import KEY, facts_table
+from ..model import KEY, SELECTED_CHANGES, facts_table
 from .fact_text import Fact, parse_fact, show_name
 from .run_tables import RunTables
 
@@ -74,6 +74,7 @@ class Explanation:
     decisions: list[dict] = field(default_factory=list)  # the plan's decisions about it: relation, rule, reason
     decision_chain: list[Link] = field(default_factory=list)  # why the first of them holds
     decision: dict | None = None  # its row of the decisions table: decision, relation, rule, reason, steps
+    selection: str | None = None  # a selective run's word on it: selected, excluded, or which change pulled it in
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -89,9 +90,9 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     target = Fact(relation, _args(kind, parts))
     name = show_name(parts)
     _require_known(tables, kind, parts, name)
-    chain = _chain(tables, relations, target)
+    links = chain(tables, relations, target)
     explanation = Explanation(run_id=tables.run_id, rules=tables.run.get("rules"), target=str(target), kind=kind,
-                              name=name, dirty=bool(chain), chain=chain)
+                              name=name, dirty=bool(links), chain=links)
     if kind == "object":
         key = dict(zip(KEY, parts))
         changed = tables.rows(facts_table("ChangedStmt"), **key)
@@ -120,8 +121,31 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     explanation.decisions = [{k: row[k] for k in ("relation", "rule", "cause", "round", "reason")} for row in decided]
     if decided:
         first = Fact(decided[0]["relation"], _args(kind, parts))
-        explanation.decision_chain = _chain(tables, relations, first)
+        explanation.decision_chain = chain(tables, relations, first)
+    if kind == "object":
+        explanation.selection = _selection(tables, parts, explanation)
     return explanation
+
+
+def _selection(tables: RunTables, parts: tuple[str, ...], e: Explanation) -> str | None:
+    """In a selective run (``--only``/``--exclude``): whether the object's change was chosen, or, for an object
+    the plan moves without a change of its own, the selected change its decision (or dirtiness) comes from."""
+    if not tables.has(SELECTED_CHANGES):
+        return None
+    own = tables.rows(SELECTED_CHANGES, **dict(zip(KEY, parts)))
+    if own:
+        row = own[0]
+        if row["selected"]:
+            return f"a selected change ({row['change']}; {row['because']})"
+        return f"an excluded change ({row['change']}; {row['because']}): left as deployed"
+    moved = e.decision is not None and e.decision["decision"] != "kept"
+    if not moved or not tables.read(SELECTED_CHANGES, columns=["name"]).num_rows:
+        return None
+    seed = next((link for link in reversed(e.decision_chain or e.chain) if link.seed), None)
+    if seed is None or not seed.change:
+        return f"not a change of its own: in the plan through {seed.fact}" if seed else None
+    return f"not a change of its own: pulled in by the selected change {seed.fact.split('(', 1)[1][:-1]} " \
+           f"({seed.change})"
 
 
 def _decisions(tables: RunTables, parts: tuple[str, ...]) -> list[dict]:
@@ -176,7 +200,7 @@ def _relation_tables(tables: RunTables, outputs: dict[str, str]) -> dict[str, st
     return {**{name: facts_table(name) for name in BY_NAME}, **outputs}
 
 
-def _chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> list[Link]:
+def chain(tables: RunTables, relations: dict[str, str | None], start: Fact) -> list[Link]:
     chain: list[Link] = []
     fact, seen = start, set()
     while True:
@@ -306,6 +330,8 @@ def format_text(e: Explanation) -> str:
         rows = f"plan rows {d['steps'].replace(',', ', ')}" if d["steps"] else ""
         detail = "; ".join(part for part in (by, rows, d["reason"]) if part)
         lines.append(f"  decision: {d['decision']}" + (f" ({detail})" if detail else ""))
+    if e.selection:
+        lines.append(f"  selection: {e.selection}")
     if e.dirty:
         lines += _chain_lines(e.chain)
     elif e.kind == "object":

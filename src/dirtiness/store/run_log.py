@@ -10,6 +10,8 @@
   explains it, whatever the configuration says today.
 - ``run_rounds``: tuples derived per relation per round of each program.
 - ``run_stages``: wall-clock seconds per stage of the run.
+- ``selected_changes``: a selective run's (``--only``/``--exclude``) changes,
+  each chosen or left as deployed, and why.
 
 Every record is a handful of rows written from Arrow (no Spark job), each
 table's columns declared here by name.
@@ -46,6 +48,10 @@ RUN_ROUNDS = pa.schema([
     ("seconds", pa.float64()), ("program", pa.string()),
 ])
 RUN_STAGES = pa.schema([("position", pa.int32()), ("stage", pa.string()), ("seconds", pa.float64())])
+SELECTED_CHANGE_ROWS = pa.schema([  # a selective run's changes (inputs.selection): chosen or not, and why
+    ("database", pa.string()), ("schema", pa.string()), ("name", pa.string()), ("change", pa.string()),
+    ("selected", pa.bool_()), ("because", pa.string()),
+])
 PLAN_DECISIONS = "plan_decisions"
 DECISIONS = "decisions"  # one row per object, schema and cluster (plan.decision_table)
 
