@@ -55,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="only the operations on this database (repeatable; PostgreSQL connects to one)")
     add_read_arguments(apply)
     snapshot = commands.add_parser("snapshot", help="write the snapshot the job reads from a tool's artefact (YAML)")
-    snapshot.add_argument("path", help="a dbt manifest.json, an mz-deploy project folder, a Moose infrastructure map")
+    snapshot.add_argument("path", nargs="?",
+                          help="a dbt manifest.json, an mz-deploy project folder, a Moose infrastructure map")
+    snapshot.add_argument("--from-database", nargs="?", const="", metavar="DSN",
+                          help="read the deployed project from a PostgreSQL database instead (default DSN: "
+                               "$DIRTINESS_DSN; never printed); its drift from the deploy record is a warning")
     snapshot.add_argument("--format", choices=FORMATS, default="auto", help="the artefact's format (default: detected)")
     snapshot.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     snapshot.add_argument("--config", help="YAML overlay of conf/job.yaml (its dialect's system schemas, "
@@ -84,8 +88,11 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 def add_input_arguments(run: argparse.ArgumentParser) -> None:
     """What a run's fingerprints are made of, and where it writes: shared by ``run`` and ``changed``."""
-    run.add_argument("--old", required=True, help="deployed project: a snapshot (YAML/JSON document or folder of "
-                                                   "tables), a dbt manifest, an mz-deploy folder or a Moose map")
+    run.add_argument("--old", help="deployed project: a snapshot (YAML/JSON document or folder of "
+                                    "tables), a dbt manifest, an mz-deploy folder or a Moose map")
+    run.add_argument("--old-from-database", nargs="?", const="", metavar="DSN",
+                     help="read the deployed project from the database instead (PostgreSQL; default DSN: "
+                          "$DIRTINESS_DSN; never printed), and report its drift from the deploy record")
     run.add_argument("--new", required=True, help="desired project, in any of the same forms")
     run.add_argument("--old-format", choices=FORMATS, default="auto", help="the form of --old (default: detected)")
     run.add_argument("--new-format", choices=FORMATS, default="auto", help="the form of --new (default: detected)")
@@ -196,6 +203,7 @@ def _run(args, set_master: bool) -> int:
 
     config, settings, fingerprints = _run_settings(args)
     check_writable(settings.out)  # before any work, not after it
+    _warn_drift(settings.drift)
     read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
     latest = unchanged_since(settings.out, fingerprints) if args.if_changed else None
     if latest is None:
@@ -219,6 +227,15 @@ def _run(args, set_master: bool) -> int:
             _report(replace(read, run_id=settings.run_id), args.report)
     _write_summary(args.summary_json, summary)
     return EXIT_OK
+
+
+def _warn_drift(rows) -> None:
+    """One warning line when the database read as the deployed project differs from its deploy record."""
+    if rows:
+        from .inputs.live import drift_line
+
+        logging.getLogger("dirtiness").warning("warning: %s (the run plans from what the database holds)",
+                                               drift_line(list(rows)))
 
 
 def _changed(args) -> int:
@@ -245,6 +262,7 @@ def _run_settings(args):
     settings = resolve(RunParams(old=args.old, new=args.new, old_format=args.old_format, new_format=args.new_format,
                                  out=args.out, forced_schemas=args.forced_schema, redeploy_all=args.redeploy_all,
                                  deploy_id=args.deploy_id, only=args.only, exclude=args.exclude,
+                                 old_from_database=args.old_from_database,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
                                  allow_destructive=args.allow_destructive), config)
     return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}
@@ -267,21 +285,19 @@ def _write_summary(path: str | None, summary: dict) -> None:
 def _snapshot(args) -> int:
     import yaml
 
-    from .inputs.formats import to_document
-    from .inputs.snapshot import parse_document
-    from .plan.dialect import Dialect
-
-    if not os.path.exists(args.path):
-        raise InputError(f"{args.path}: no such file or folder")
     config = load_config(args.config)
-    dialect = Dialect.from_config(config)
-    document = to_document(args.path, args.format, system_schemas=dialect.system_schemas,
-                           external_databases=tuple(config["external_databases"] or ()))
-    if document is None:
-        raise InputError(f"{args.path}: already a snapshot in this job's own form: the job reads it as it is")
-    document.pop("unit_tests", None)  # not part of a snapshot: counted by a run
-    document.pop("clusters", None)  # read by a run for its plan's cluster statements
-    parse_document(document, args.path)  # what the job would refuse is refused here too
+    if (args.path is None) == (args.from_database is None):
+        raise InputError("snapshot: give a tool's artefact (PATH) or --from-database, one of them")
+    if args.from_database is not None:
+        from .inputs.from_database import dsn_from, read_database
+
+        live = read_database(dsn_from(args.from_database, "--from-database"), config["apply"]["record_schema"])
+        document = live.document
+        live.parsed()  # what the job would refuse is refused here too
+        _warn_drift(live.drift)
+    else:
+        document = _converted(args, config)
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
     if not args.out:
         sys.stdout.write(text)
@@ -294,6 +310,25 @@ def _snapshot(args) -> int:
     os.replace(partial, args.out)  # never a half-written snapshot under the name asked for
     print(f"{args.out}: {len(document['objects'])} objects", file=sys.stderr)
     return EXIT_OK
+
+
+def _converted(args, config: dict) -> dict:
+    """A tool's artefact as the snapshot document the job reads."""
+    from .inputs.formats import to_document
+    from .inputs.snapshot import parse_document
+    from .plan.dialect import Dialect
+
+    if not os.path.exists(args.path):
+        raise InputError(f"{args.path}: no such file or folder")
+    dialect = Dialect.from_config(config)
+    document = to_document(args.path, args.format, system_schemas=dialect.system_schemas,
+                           external_databases=tuple(config["external_databases"] or ()))
+    if document is None:
+        raise InputError(f"{args.path}: already a snapshot in this job's own form: the job reads it as it is")
+    document.pop("unit_tests", None)  # not part of a snapshot: counted by a run
+    document.pop("clusters", None)  # read by a run for its plan's cluster statements
+    parse_document(document, args.path)  # what the job would refuse is refused here too
+    return document
 
 
 def _select(args) -> int:

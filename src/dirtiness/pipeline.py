@@ -93,6 +93,7 @@ class RunResult:
     plan: Batch | None = None                                 # the checked ddl_plan rows
     decisions: Batch | None = None                            # plan_decisions rows
     object_decisions: Batch | None = None                     # decisions rows: one per object, schema, cluster
+    desired: Batch | None = None                              # the new project's objects: key, kind, hash
     report: PlanReport | None = None                          # the plan's checks and figures
     context: PlanContext | None = None                        # what the checks read beside the plan rows
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
@@ -219,6 +220,7 @@ class _Run:
         held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
                           **_snapshot_frames("new", new), **checks})
         self._raise(held.get("checks"), problems, warnings)
+        self.result.desired = held["new:objects"].project([*KEY, "kind", "hash"])
         return _snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame
 
     def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame, DataFrame]:

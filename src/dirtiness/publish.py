@@ -20,6 +20,9 @@ from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
 from .store.run_log import (
     DECISIONS,
+    DESIRED_OBJECTS,
+    DRIFT,
+    DRIFT_ROWS,
     PLAN_DECISIONS,
     RUN_RELATIONS,
     RUN_ROUNDS,
@@ -55,6 +58,9 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
             counts["ddl_plan"] = write("ddl_plan", result.plan)
             write(PLAN_DECISIONS, result.decisions)
             write(DECISIONS, result.object_decisions)
+            write(DESIRED_OBJECTS, result.desired)
+            if settings.drift is not None:
+                write(DRIFT, records(DRIFT_ROWS, list(settings.drift)))
             if settings.selection is not None:
                 write(SELECTED_CHANGES, records(SELECTED_CHANGE_ROWS, [c.row() for c in settings.selection.changes]))
             write("run_relations", records(RUN_RELATIONS, relation_rows(
@@ -92,6 +98,7 @@ def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) ->
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
+        "drift": len(settings.drift) if settings.drift is not None else None,
         "rounds": len(result.rounds),
         "round_log": [{"round": r.round, "stratum": r.stratum, "new": r.new, "seconds": round(r.seconds, 3)}
                       for r in result.rounds],
@@ -186,6 +193,9 @@ def format_summary(summary: dict) -> str:
                                           if len(chosen["excluded"]) > 10 else [])
         lines.append(f"  selection ({flags}): {len(chosen['selected'])} of {chosen['changes']} change(s) "
                      f"deployed; left as deployed: {', '.join(left) or 'none'}")
+    if summary.get("drift") is not None:
+        lines.append(f"  drift: {summary['drift']} difference(s) between the database and its deploy record "
+                     f"(table drift)")
     if summary.get("needing_attention"):
         lines.append("  needing attention (dirty, not redeployed by blue-green): "
                      + ", ".join(summary["needing_attention"]))

@@ -22,6 +22,8 @@ from .datalog.check import CheckedProgram
 from .datalog.holding import Holding
 from .errors import InputError
 from .inputs.formats import FORMATS, detect
+from .apply.record import STATE
+from .inputs.from_database import dsn_from, read_database
 from .inputs.references import SqlSettings, analyse
 from .inputs.selection import Selection, select
 from .inputs.snapshot import Document, check_parquet_footers, is_document, read_document
@@ -38,7 +40,7 @@ REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the pla
 class RunParams:
     """What the user asked for on the command line (flags override the configuration)."""
 
-    old: str
+    old: str | None  # None: --old-from-database
     new: str
     out: str
     forced_schemas: list[str] = field(default_factory=list)
@@ -50,6 +52,7 @@ class RunParams:
     allow_destructive: bool = False
     old_format: str = "auto"  # inputs.formats: auto | snapshot | dbt | mz-deploy | moose
     new_format: str = "auto"
+    old_from_database: str | None = None  # the deployed project read from this database ("": $DIRTINESS_DSN)
     only: list[str] = field(default_factory=list)     # selective deploy: the changes to deploy (inputs.selection)
     exclude: list[str] = field(default_factory=list)  # and the changes to leave as deployed
 
@@ -82,6 +85,7 @@ class RunSettings:
     fingerprints: dict[str, str]
     inputs: dict[str, Document | str] = field(default_factory=dict, compare=False, repr=False)  # old, new: a
     # document parsed and validated before Spark started, or the path of a table-form snapshot
+    drift: tuple[dict, ...] | None = None  # --old-from-database: where the database differs from its deploy record
     selection: Selection | None = field(default=None, compare=False, repr=False)  # --only/--exclude: inputs["new"]
     # is then the deployed project plus the selected changes
 
@@ -107,7 +111,24 @@ class RunSettings:
 def resolve(params: RunParams, config: dict) -> RunSettings:
     input_fingerprints, inputs = {}, {}
     dialect = Dialect.from_config(config)
-    for label, path, format in (("old", params.old, params.old_format), ("new", params.new, params.new_format)):
+    sides = (("old", params.old, params.old_format), ("new", params.new, params.new_format))
+    drift, old_label = None, params.old
+    if params.old_from_database is not None:
+        if params.old:
+            raise InputError("--old and --old-from-database: give the deployed project one way")
+        live = read_database(dsn_from(params.old_from_database, "--old-from-database"),
+                             config["apply"]["record_schema"])
+        if live.recorded_by is None:
+            raise InputError(f"--old-from-database: {live.path} has no deploy record "
+                             f"({config['apply']['record_schema']}.{STATE}): nothing says which version of the "
+                             f"project it holds; plan from --old FILE and apply once, which starts the record")
+        inputs["old"], drift, old_label = live.parsed(), tuple(live.drift), live.path
+        _check_identifiers(inputs["old"], dialect)
+        input_fingerprints["old_fingerprint"] = fingerprints_of.of_document(inputs["old"])
+        sides = sides[1:]
+    elif not params.old:
+        raise InputError("the deployed project is needed: --old PATH or --old-from-database")
+    for label, path, format in sides:
         if format not in FORMATS:
             raise InputError(f"--{label}-format {format!r}: expected one of {', '.join(FORMATS)}")
         if not os.path.exists(path):
@@ -161,7 +182,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
                                                              else {})),
     }
     return RunSettings(
-        old=params.old, new=params.new, old_format=params.old_format, new_format=params.new_format,
+        old=old_label, new=params.new, old_format=params.old_format, new_format=params.new_format,
         out=params.out, run_id=run_id, checked=checked, plan_checked=plan_checked, outputs=outputs,
         forced=forced, strategy=strategy, allow_destructive=params.allow_destructive, dialect=dialect,
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
@@ -174,7 +195,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=_deploy_id(params.deploy_id) if params.deploy_id else config["plan"]["deploy_suffix"],
-        delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection)
+        delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection, drift=drift)
 
 
 def _selection(inputs: dict, params: RunParams, dialect: Dialect, config: dict) -> Selection:

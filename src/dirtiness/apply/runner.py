@@ -33,7 +33,10 @@ from typing import Callable
 
 from ..errors import InputError, PolicyError
 from ..sql import secrets
+from ..sql.secrets import scrub_dsn
+from ..model import facts_table
 from ..readback.run_tables import RunTables
+from ..store.run_log import DESIRED_OBJECTS
 from ..config import ReadSettings
 from . import record
 from .log import ApplyLog, Event
@@ -135,7 +138,7 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
                                          tables.run.get("new_fingerprint"), *record.touched(operations))
                 history = database.deployments(read.record_schema)
                 if not done:  # an apply that already ran some of the plan passed this check then
-                    why = record.refusal(mine, history)
+                    why = record.refusal(mine, history, database.live_now(read.record_schema))
                     if why:
                         raise PolicyError(why)
                 for (_, _, step), group in groupby(operations, key=lambda o: (o.phase_order, o.phase, o.step)):
@@ -153,14 +156,50 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
                     ran += len(pending)
                     log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
                              time.perf_counter() - clock)
-                if all(d.run_id != run_id for d in history):
-                    database.record(read.record_schema, replace(mine, applied_at=_now()))
+                state = database.deployed_state(read.record_schema, lambda name: _desired_hashes(tables, name))
+                deployment = replace(mine, applied_at=_now(), live_fingerprint=state.fingerprint,
+                                     changes=_changes(tables))
+                database.record(read.record_schema, deployment, state.rows,
+                                first=all(d.run_id != run_id for d in history))
             finally:
                 journal.compact()  # still holding the run's lock
     except psycopg.Error as error:  # the connection itself failed: say so without the connection string
-        raise ApplyError(f"database error: {_scrub(_first_line(error), dsn)}") from None
+        raise ApplyError(f"database error: {scrub_dsn(_first_line(error), dsn)}") from None
     return {"run_id": run_id, "operations": len(operations), "ran": ran, "already_done": len(operations) - ran,
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+@dataclass(frozen=True)
+class DeployedState:
+    """The database's catalog right after an apply, with the project's hashes, and its snapshot's fingerprint
+    (what a run from the database, ``--old-from-database``, starts from while nothing changes it)."""
+
+    rows: list | None          # None: not read (Materialize)
+    fingerprint: str | None
+
+    @classmethod
+    def of(cls, catalog, hashes: dict) -> "DeployedState":
+        from ..fingerprints import of_document
+        from ..inputs.live import recorded_state, snapshot_document
+        from ..inputs.snapshot import parse_document
+
+        rows = recorded_state(catalog, hashes)
+        return cls(rows, of_document(parse_document(snapshot_document(catalog, rows))))
+
+
+def _desired_hashes(tables: RunTables, database: str) -> dict[tuple[str, str], str | None]:
+    """(schema, name) -> hash of the run's new project in ``database`` (runs before there was the table: none)."""
+    if not tables.has(DESIRED_OBJECTS):
+        return {}
+    return {(r["schema"], r["name"]): r["hash"] for r in tables.rows(DESIRED_OBJECTS, database=database)}
+
+
+def _changes(tables: RunTables) -> tuple[str, ...]:
+    """The changes the run deploys (its seeds; after a selective run, the selected ones only)."""
+    table = facts_table("ChangedStmt")
+    if not tables.has(table):
+        return ()
+    return tuple(sorted(f"{r['database']}.{r['schema']}.{r['name']} ({r['change']})" for r in tables.rows(table)))
 
 
 def _with_secret(op: Operation) -> Operation:
@@ -247,7 +286,7 @@ class _Database:
             connection.close()
 
     def scrub(self, text: str) -> str:
-        return _scrub(text, self.dsn)
+        return scrub_dsn(text, self.dsn)
 
     def lock(self, name: str, held: str | None = None) -> None:
         """An advisory lock for the session (PostgreSQL; Materialize has none): one apply per run at a time
@@ -273,9 +312,43 @@ class _Database:
             raise ApplyError(f"cannot read the deploy record {schema}.{record.TABLE}: "
                              f"{self.scrub(_first_line(error))}") from None
 
-    def record(self, schema: str, deployment: record.Deployment) -> None:
+    def deployed_state(self, schema: str, hashes: Callable[[str], dict]) -> "DeployedState":
+        """What the database holds now, each object with the project's hash (``hashes(database)``): the state
+        this apply records."""
+        from ..inputs.live import read_catalog
+
+        if not self.transactional:  # Materialize: its catalog is not PostgreSQL's (inputs.live reads PostgreSQL)
+            return DeployedState(None, None)
+        catalog = read_catalog(self.control, skip_schemas=(schema,))
+        return DeployedState.of(catalog, hashes(catalog.database))
+
+    def live_now(self, schema: str) -> "record.LiveNow | None":
+        """The database as it is before the plan runs: its snapshot's fingerprint (hashes through the recorded
+        state) and its drift from that state. None for Materialize (inputs.live reads PostgreSQL)."""
+        from ..fingerprints import of_document
+        from ..inputs.live import drift, read_catalog, snapshot_document
+        from ..inputs.snapshot import parse_document
+
+        if not self.transactional:
+            return None
+        catalog = read_catalog(self.control, skip_schemas=(schema,))
+        state = [record.state_from_row(r) for r in self.control.execute(record.state_select(schema)).fetchall()]
+        if not state:
+            return None  # nothing recorded yet: no state to compare with
+        return record.LiveNow(of_document(parse_document(snapshot_document(catalog, state))),
+                              tuple(drift(catalog, state)))
+
+    def record(self, schema: str, deployment: record.Deployment, state: list | None, first: bool) -> None:
+        """The run (when not recorded before) and the state it left, in one transaction."""
+        delete, insert = record.state_replace(schema)
         try:
-            self.control.execute(record.insert_statement(schema), record.to_row(deployment))
+            with self.control.transaction():
+                if first:
+                    self.control.execute(record.insert_statement(schema), record.to_row(deployment))
+                if state is not None:
+                    self.control.execute(delete)
+                    with self.control.cursor() as cursor:
+                        cursor.executemany(insert, [record.state_to_row(deployment.run_id, r) for r in state])
         except self.psycopg.Error as error:
             raise ApplyError(f"the plan was applied, but writing it to the deploy record {schema}.{record.TABLE} "
                              f"failed: {self.scrub(_first_line(error))}") from None
@@ -375,17 +448,3 @@ class _Database:
             if self.transactional:
                 connection.rollback()
             return self.scrub(_first_line(error)), _now()
-
-
-def _scrub(text: str, dsn: str) -> str:
-    """``text`` without the connection string or its password."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        password = conninfo_to_dict(dsn).get("password")
-    except Exception:  # noqa: BLE001 - a DSN psycopg cannot read fails at connect; scrubbed whole
-        password = None
-    for secret in (dsn, password):
-        if secret:
-            text = text.replace(secret, "***")
-    return text

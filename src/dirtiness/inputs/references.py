@@ -18,7 +18,8 @@ their own.
   dependencies its SQL names.
 - ``IN CLUSTER`` must agree with the object's ``cluster``; an object with no
   ``cluster`` takes the statement's.
-- The dialect's limits: kinds it has, clusters and indexes only where it has them.
+- The dialect's limits: kinds it has, clusters and indexes only where it has them
+  (a deployed state read from a database may list its indexes: nothing creates them).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def resolve_statements(snapshot: Snapshot, analysis: DataFrame, settings: SqlSet
             objects.where(F.col("cluster").isNotNull()).select(_shown(F.col("cluster")))
             if not settings.clusters else None,
         f"indexes, which the {dialect} dialect cannot create from a snapshot":
-            snapshot.indexes.select(_shown(F.col("index_name"))) if not settings.indexes else None,
+            snapshot.indexes.select(_shown(F.col("index_name"))) if not settings.indexes and side == "new" else None,
         "statements that cannot be used":
             analysed.where(F.col("error").isNotNull() & ~F.col("kind").isin(*settings.verbatim_kinds))
             .select(_shown(F.col("error"))),

@@ -72,3 +72,17 @@ def reveal(statement: str, database: str, schema: str, name: str, environ=os.env
             raise InputError(f"secret {database}.{schema}.{name}: no value: {variable} is not set and {file} "
                              f"holds no readable CREATE SECRET ... AS ...")
     return statement[:found.start()] + value + statement[found.end():]
+
+
+def scrub_dsn(text: str, dsn: str) -> str:
+    """``text`` without the connection string or its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except Exception:  # noqa: BLE001 - a DSN psycopg cannot read fails at connect; scrubbed whole
+        password = None
+    for secret in (dsn, password):
+        if secret:
+            text = text.replace(secret, "***")
+    return text

@@ -10,6 +10,11 @@
   explains it, whatever the configuration says today.
 - ``run_rounds``: tuples derived per relation per round of each program.
 - ``run_stages``: wall-clock seconds per stage of the run.
+- ``desired_objects``: the new project's objects with their hashes, as the
+  run deploys them (after a selective run, the deployed project plus the
+  selected changes); ``apply`` records them as the deployed state.
+- ``drift``: a run from the database's (``--old-from-database``)
+  differences between the database and its deploy record.
 - ``selected_changes``: a selective run's (``--only``/``--exclude``) changes,
   each chosen or left as deployed, and why.
 
@@ -52,8 +57,15 @@ SELECTED_CHANGE_ROWS = pa.schema([  # a selective run's changes (inputs.selectio
     ("database", pa.string()), ("schema", pa.string()), ("name", pa.string()), ("change", pa.string()),
     ("selected", pa.bool_()), ("because", pa.string()),
 ])
+DRIFT = "drift"  # run --old-from-database: where the database differs from its deploy record (inputs.live)
+DRIFT_ROWS = pa.schema([
+    ("database", pa.string()), ("schema", pa.string()), ("name", pa.string()),  # a schema's rows: name null
+    ("aspect", pa.string()),    # schema | object | kind | definition | dependencies | indexes
+    ("recorded", pa.string()), ("live", pa.string()),  # each side's value (null: absent there)
+])
 PLAN_DECISIONS = "plan_decisions"
 DECISIONS = "decisions"  # one row per object, schema and cluster (plan.decision_table)
+DESIRED_OBJECTS = "desired_objects"  # the new project's objects (key, kind, hash): what apply records as deployed
 
 
 def records(schema: pa.Schema, rows: list[dict]) -> pa.Table:
