@@ -10,6 +10,7 @@ plan from the file refused while the hand changes touch it.
 from __future__ import annotations
 
 import os
+import shutil
 
 import polars as pl
 import pytest
@@ -67,7 +68,7 @@ def test_drift_finds_every_kind_of_difference_and_nothing_else():
     rows = drift(now, record)
     assert [(r["schema"], r["name"], r["aspect"], r["recorded"], r["live"]) for r in rows] == [
         ("scratch", None, "schema", None, "present"),
-        ("a", "t", "definition", T.definition_hash, now.objects[("a", "t")].definition_hash),
+        ("a", "t", "definition", T.definition, now.objects[("a", "t")].definition),
         ("a", "v", "kind", "view", "materialized-view"),
         ("b", "hand", "object", None, "view"),
         ("b", "m", "indexes", "m_id (id)", None)]
@@ -185,6 +186,8 @@ def test_hand_changes_are_drift_and_a_plan_they_touch_is_refused(deployed, postg
     assert "drift: 6 difference(s) between the database and its deploy record" in capsys.readouterr().out
     rows = pl.read_delta(os.path.join(out, "drift")).filter(pl.col("run_id") == "drifted").to_dicts()
     assert sorted((r["schema"], r["name"], r["aspect"]) for r in rows) == sorted(c for _, c in HAND_CHANGES)
+    (report,) = [r for r in rows if r["name"] == "weekly_report"]
+    assert "WHERE top_flippers.flips > 2" in report["live"] and "WHERE" not in report["recorded"], report
     assert deployed["dsn"] not in str(rows)
     plan = pl.read_delta(os.path.join(out, "ddl_plan")).filter(pl.col("run_id") == "drifted").to_dicts()
     redeployed = {(r["schema"], r["name"]) for r in plan if r["object_type"] == "object"}
@@ -216,3 +219,33 @@ def test_hand_changes_are_drift_and_a_plan_they_touch_is_refused(deployed, postg
         (pl.col("run_id") == "drifted") & (pl.col("name") == "bids")).to_dicts()
     assert [(r["decision"], "table" in (r["reason"] or "")) for r in decided] == [("kept", True)], decided
     assert [s for s in after["schemas"] if s != "scratch"] == want["schemas"]  # a schema no plan touches stays
+
+
+def test_after_a_selective_deploy_the_next_run_from_the_database_sees_the_rest(deployed, postgres, monkeypatch,
+                                                                              tmp_path):
+    """The record of a selective deploy holds the selected changes only (its state has the deployed hashes of
+    the others), so the next run from the database finds exactly the changes left out, and deploys them."""
+    out = str(tmp_path / "out")  # the runs so far, without the log of what apply ran on the other database
+    shutil.copytree(deployed["out"], out, ignore=shutil.ignore_patterns("apply_log"))
+    dsn = postgres.fresh_database("flipper")  # the example again, from scratch
+    monkeypatch.setenv("DIRTINESS_DSN", dsn)
+    assert main(["apply", "--out", out, "--run-id", "first", "--config", PG_CONFIG]) == 0
+    assert run("--old", str(EXAMPLE / "old.yaml"), "--new", str(EXAMPLE / "new.yaml"), "--out", out,
+               "--run-id", "only-reporting", "--only", "flipper.reporting") == 0
+    assert main(["apply", "--out", out, "--run-id", "only-reporting", "--config", PG_CONFIG]) == 0
+    with postgres.connect("flipper") as connection:
+        recorded = connection.execute("SELECT run_id, changes FROM dirtiness.deployments ORDER BY applied_at").fetchall()
+    assert recorded == [("first", '["flipper.api.top_flippers (added)", "flipper.auction.auctions (added)", '
+                                  '"flipper.auction.bids (added)", "flipper.internal.winning_bids (added)", '
+                                  '"flipper.public.flip_activities (added)", "flipper.public.flippers (added)", '
+                                  '"flipper.reporting.legacy_flippers (added)", "flipper.reporting.weekly_report '
+                                  '(added)"]'),
+                        ("only-reporting", '["flipper.reporting.legacy_flippers (deleted)"]')]
+    assert run("--old-from-database", "--new", str(EXAMPLE / "new.yaml"), "--out", out, "--run-id", "the-rest") == 0
+    changes = pl.read_delta(os.path.join(out, "facts", "changed_stmt")).filter(pl.col("run_id") == "the-rest")
+    assert sorted((r["name"], r["change"]) for r in changes.to_dicts()) == [
+        ("flip_activities", "modified"), ("flipper_stats", "added")]
+    assert main(["apply", "--out", out, "--run-id", "the-rest", "--config", PG_CONFIG]) == 0
+    fresh = postgres.fresh_database("fresh_flipper")
+    deploy(fresh, yaml.safe_load((EXAMPLE / "new.yaml").read_text()))
+    assert without_oids(catalog(dsn)) == without_oids(catalog(fresh))

@@ -31,7 +31,8 @@ TABLE = "deployments"
 COLUMNS = ("run_id", "old_fingerprint", "new_fingerprint", "schemas", "clusters", "applied_at", "live_fingerprint",
            "changes")
 STATE = "deployed_objects"
-STATE_COLUMNS = ("run_id", "schema", "name", "kind", "hash", "definition_hash", "dependencies", "indexes")
+STATE_COLUMNS = ("run_id", "schema", "name", "kind", "hash", "definition_hash", "dependencies", "indexes",
+                 "definition")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def create_statements(schema: str) -> list[str]:
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS live_fingerprint text",  # records of earlier versions
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS changes text",
             f"CREATE TABLE IF NOT EXISTS {state} (run_id text NOT NULL, schema text NOT NULL, name text, "
-            f"kind text NOT NULL, hash text, definition_hash text, dependencies text, indexes text)"]
+            f"kind text NOT NULL, hash text, definition_hash text, dependencies text, indexes text, definition text)"]
 
 
 def state_select(schema: str) -> str:
@@ -135,14 +136,15 @@ def state_to_row(run_id: str, recorded) -> tuple:
     from ..inputs.live import to_json
 
     return (run_id, recorded.schema, recorded.name, recorded.kind, recorded.hash, recorded.definition_hash,
-            to_json(recorded.dependencies), to_json(recorded.indexes))
+            to_json(recorded.dependencies), to_json(recorded.indexes), recorded.definition)
 
 
 def state_from_row(row):
     from ..inputs.live import Recorded, from_json
 
-    _run_id, schema, name, kind, hash_, definition_hash, dependencies, indexes = row
-    return Recorded(schema, name, kind, hash_, definition_hash, from_json(dependencies), from_json(indexes))
+    _run_id, schema, name, kind, hash_, definition_hash, dependencies, indexes, definition = row
+    return Recorded(schema, name, kind, hash_, definition_hash, from_json(dependencies), from_json(indexes),
+                    definition)
 
 
 def select_statement(schema: str) -> str:

@@ -143,14 +143,15 @@ class Recorded:
     definition_hash: str | None
     dependencies: tuple[tuple[str, str], ...] = ()
     indexes: tuple[tuple[str, str], ...] = ()
+    definition: str | None = None  # as the database printed it (what drift shows)
 
 
 def recorded_state(catalog: LiveCatalog, hashes: dict[tuple[str, str], str | None]) -> list[Recorded]:
     """What apply records right after a deploy: every schema and object the database holds, each object with
     the hash the run's project gives it (``hashes``: (schema, name) -> hash)."""
     rows = [Recorded(schema, None, "schema", None, None) for schema in catalog.schemas]
-    rows += [Recorded(o.schema, o.name, o.kind, hashes.get(key), o.definition_hash, o.dependencies, o.indexes)
-             for key, o in sorted(catalog.objects.items())]
+    rows += [Recorded(o.schema, o.name, o.kind, hashes.get(key), o.definition_hash, o.dependencies, o.indexes,
+                      o.definition) for key, o in sorted(catalog.objects.items())]
     return rows
 
 
@@ -196,7 +197,7 @@ def drift(catalog: LiveCatalog, record: list[Recorded]) -> list[dict]:
             found.append(_row(*key, "kind", mine.kind, live.kind))
         else:
             if mine.definition_hash != live.definition_hash:
-                found.append(_row(*key, "definition", mine.definition_hash, live.definition_hash))
+                found.append(_row(*key, "definition", mine.definition or mine.definition_hash, live.definition))
             if mine.dependencies != live.dependencies:
                 found.append(_row(*key, "dependencies", _names(mine.dependencies), _names(live.dependencies)))
             if mine.indexes != live.indexes:
