@@ -9,6 +9,8 @@ two commands at the top, are what CI and a fresh clone run.
 import re
 import shlex
 
+import yaml
+
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT
 
@@ -31,13 +33,14 @@ def readme_commands() -> list[str]:
 def test_the_readme_shows_the_tour_commands():
     commands = readme_commands()
     verbs = [c.removeprefix(PREFIX).split()[0] for c in commands if c.startswith(PREFIX)]
-    assert verbs == ["explain", "report", "run", "apply", "run", "apply", "apply"]
+    assert verbs == ["explain", "report", "run", "apply", "run", "apply", "apply", "snapshot", "run", "run"]
 
 
 def test_every_readme_command_runs_as_written(example_run, postgres, tmp_path, monkeypatch, capsys):
     dsn = postgres.fresh_database("flipper")
     paths = {"out/example": str(example_run.out), "out/postgres": str(tmp_path / "postgres"),
-             "examples/": str(PROJECT_ROOT / "examples") + "/"}
+             "out/selective": str(tmp_path / "selective"), "examples/": str(PROJECT_ROOT / "examples") + "/"}
+    said = {}
     for command in readme_commands():
         if command.startswith("export "):
             name, _, _ = command.removeprefix("export ").partition("=")
@@ -52,8 +55,14 @@ def test_every_readme_command_runs_as_written(example_run, postgres, tmp_path, m
             argv[argv.index("--html") + 1] = str(tmp_path / "report.html")
         assert main(argv) == 0, command
         printed = capsys.readouterr()
+        said[" ".join(argv[:1] + [a for a in argv if a.startswith(("first", "change", "again", "reporting"))])] = \
+            printed.out
         assert dsn not in printed.out + printed.err
         if argv[0] == "explain":
             assert printed.out.startswith("object materialize.public.flippers is dirty in run example")
     assert (tmp_path / "report.html").stat().st_size > 10_000
-    assert "applied run change: 14 operation(s) run, 0 already done" in printed.out
+    assert "applied run change: 14 operation(s) run, 0 already done" in said["apply change"]
+    assert "plan (blue-green): 0 operations" in said["run again"]  # the database is the new project
+    assert "drift: 0 difference(s)" in said["run again"]
+    assert yaml.safe_load((tmp_path / "postgres" / "deployed.yaml").read_text())["objects"]
+    assert "selection (--only materialize.reporting): 1 of 3 change(s) deployed" in said["run reporting-only"]
