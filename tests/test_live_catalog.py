@@ -34,7 +34,7 @@ def live(*objects: LiveObject, schemas=("a", "b")) -> LiveCatalog:
 
 T = LiveObject("a", "t", "table", "id integer, PRIMARY KEY (id)")
 V = LiveObject("a", "v", "view", "SELECT t.id FROM a.t", (("a", "t"),))
-M = LiveObject("b", "m", "materialized-view", "SELECT v.id FROM a.v", (("a", "v"),), (("m_id", "id"),))
+M = LiveObject("b", "m", "materialized-view", "SELECT v.id FROM a.v", (("a", "v"),), (("m_id", "id", None),))
 
 
 def test_hashes_come_from_the_record_while_the_definition_is_the_recorded_one():
@@ -249,3 +249,38 @@ def test_after_a_selective_deploy_the_next_run_from_the_database_sees_the_rest(d
     fresh = postgres.fresh_database("fresh_flipper")
     deploy(fresh, yaml.safe_load((EXAMPLE / "new.yaml").read_text()))
     assert without_oids(catalog(dsn)) == without_oids(catalog(fresh))
+
+
+def test_materializes_catalog_rows_become_the_same_snapshot_form():
+    """The rows Materialize's catalog queries return (inputs.live_materialize; its queries never ran against a
+    live Materialize here) as a snapshot the job reads: kinds, clusters, definitions, dependencies, indexes."""
+    from dirtiness.inputs.live_materialize import catalog_from_rows
+    from dirtiness.inputs.snapshot import parse_document
+
+    objects = [("u1", "auction", "kafka_conn", "connection", False, None, None),
+               ("u2", "auction", "auction_source", "source", False, None, "ingest"),
+               ("u3", "auction", "bids", "table", True, None, None),
+               ("u4", "public", "flippers", "materialized-view", False,
+                'SELECT "buyer" FROM "materialize"."auction"."bids"', "quickstart"),
+               ("u5", "public", "Odd Name", "view", False, 'SELECT "buyer" FROM "materialize"."public"."flippers"',
+                None)]
+    catalog = catalog_from_rows("materialize", ["public", "auction"], objects,
+                                [("u2", "u1"), ("u3", "u2"), ("u4", "u3"), ("u5", "u4"), ("u5", "s9")],
+                                [("u4", "flippers_idx", "serving", "buyer")])
+    document = snapshot_document(catalog, None)
+    parse_document(document, "database materialize")  # the job reads it
+    by_name = {o["name"]: o for o in document["objects"]}
+    assert {n: (o["kind"], o.get("cluster")) for n, o in by_name.items()} == {
+        "kafka_conn": ("connection", None), "auction_source": ("source", "ingest"),
+        "bids": ("table-from-source", None), "flippers": ("materialized-view", "quickstart"),
+        "Odd Name": ("view", None)}
+    assert by_name["flippers"]["sql"] == ('CREATE MATERIALIZED VIEW flippers IN CLUSTER quickstart AS SELECT "buyer" '
+                                          'FROM "materialize"."auction"."bids"')
+    assert by_name["Odd Name"]["sql"].startswith('CREATE VIEW "Odd Name" AS SELECT')
+    assert by_name["auction_source"]["sql"] is None and by_name["bids"]["sql"] is None
+    assert by_name["Odd Name"]["depends_on"] == [["materialize", "public", "flippers"]]  # s9: not a user object
+    assert by_name["flippers"]["indexes"] == [{"name": "flippers_idx", "key": ["buyer"], "cluster": "serving"}]
+    moved = catalog_from_rows("materialize", ["public", "auction"],
+                              [(*objects[3][:6], "compute")] + objects[:3] + objects[4:], [], [])
+    aspects = {(r["name"], r["aspect"]) for r in drift(moved, recorded_state(catalog, {}))}
+    assert ("flippers", "cluster") in aspects and ("flippers", "definition") not in aspects

@@ -32,7 +32,7 @@ COLUMNS = ("run_id", "old_fingerprint", "new_fingerprint", "schemas", "clusters"
            "changes")
 STATE = "deployed_objects"
 STATE_COLUMNS = ("run_id", "schema", "name", "kind", "hash", "definition_hash", "dependencies", "indexes",
-                 "definition")
+                 "definition", "cluster")
 
 
 @dataclass(frozen=True)
@@ -110,15 +110,22 @@ def _when(deployment: Deployment) -> str:
     return " at " + deployment.applied_at.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def create_statements(schema: str) -> list[str]:
+def create_statements(schema: str, state_too: bool = True) -> list[str]:
+    """The record's tables, created if missing; ``state_too``: also the deployed state's (PostgreSQL), and the
+    columns a record written by an earlier version lacks."""
     table, state = f"{_quote(schema)}.{TABLE}", f"{_quote(schema)}.{STATE}"
-    return [f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}",
-            f"CREATE TABLE IF NOT EXISTS {table} (run_id text NOT NULL, old_fingerprint text, new_fingerprint text, "
-            f"schemas text, clusters text, applied_at timestamptz NOT NULL)",
+    statements = [f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}",
+                  f"CREATE TABLE IF NOT EXISTS {table} (run_id text NOT NULL, old_fingerprint text, "
+                  f"new_fingerprint text, schemas text, clusters text, applied_at timestamptz NOT NULL, "
+                  f"live_fingerprint text, changes text)"]
+    if not state_too:
+        return statements
+    return statements + [
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS live_fingerprint text",  # records of earlier versions
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS changes text",
             f"CREATE TABLE IF NOT EXISTS {state} (run_id text NOT NULL, schema text NOT NULL, name text, "
-            f"kind text NOT NULL, hash text, definition_hash text, dependencies text, indexes text, definition text)"]
+            f"kind text NOT NULL, hash text, definition_hash text, dependencies text, indexes text, definition text, "
+            f"cluster text)"]
 
 
 def state_select(schema: str) -> str:
@@ -136,15 +143,15 @@ def state_to_row(run_id: str, recorded) -> tuple:
     from ..inputs.live import to_json
 
     return (run_id, recorded.schema, recorded.name, recorded.kind, recorded.hash, recorded.definition_hash,
-            to_json(recorded.dependencies), to_json(recorded.indexes), recorded.definition)
+            to_json(recorded.dependencies), to_json(recorded.indexes), recorded.definition, recorded.cluster)
 
 
 def state_from_row(row):
     from ..inputs.live import Recorded, from_json
 
-    _run_id, schema, name, kind, hash_, definition_hash, dependencies, indexes, definition = row
+    _run_id, schema, name, kind, hash_, definition_hash, dependencies, indexes, definition, cluster = row
     return Recorded(schema, name, kind, hash_, definition_hash, from_json(dependencies), from_json(indexes),
-                    definition)
+                    definition, cluster)
 
 
 def select_statement(schema: str) -> str:

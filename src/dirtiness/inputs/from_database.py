@@ -42,7 +42,7 @@ def dsn_from(given: str | None, flag: str) -> str:
     return dsn
 
 
-def read_database(dsn: str, record_schema: str) -> DatabaseSnapshot:
+def read_database(dsn: str, record_schema: str, dialect: str = "postgres") -> DatabaseSnapshot:
     """The connected database's catalog as a snapshot, hashes mapped through its deploy record."""
     import psycopg
 
@@ -50,10 +50,11 @@ def read_database(dsn: str, record_schema: str) -> DatabaseSnapshot:
 
     try:
         with psycopg.connect(dsn, autocommit=True, application_name="dirtiness snapshot") as connection:
-            catalog = read_catalog(connection, skip_schemas=(record_schema,))
+            catalog = read_catalog(connection, skip_schemas=(record_schema,), dialect=dialect)
             state, last = None, None
-            present = connection.execute("SELECT to_regclass(%s)", (f'"{record_schema}".{record.STATE}',)).fetchone()
-            if present[0] is not None:
+            present = None if dialect == "materialize" else connection.execute(  # no state recorded there
+                "SELECT to_regclass(%s)", (f'"{record_schema}".{record.STATE}',)).fetchone()[0]
+            if present is not None:
                 rows = connection.execute(record.state_select(record_schema)).fetchall()
                 state = [record.state_from_row(r) for r in rows] if rows else None
                 last = rows[0][0] if rows else None

@@ -1,6 +1,7 @@
 """The deployed catalog read from a live PostgreSQL database: the same snapshot form, and its drift.
 
-``read_catalog`` reads what a database holds from its system catalog:
+``read_catalog`` reads what a PostgreSQL database holds from its system catalog
+(Materialize's, untested here: ``inputs.live_materialize``):
 schemas; tables (their columns and constraints), views and materialized
 views (their definitions as ``pg_get_viewdef`` prints them with an empty
 search path, so every name is qualified and the text does not depend on the
@@ -82,18 +83,24 @@ class LiveObject:
     kind: str                                     # table | view | materialized-view
     definition: str                               # pg_get_viewdef; a table's columns and constraints
     dependencies: tuple[tuple[str, str], ...] = ()  # (schema, name) of what it reads, sorted
-    indexes: tuple[tuple[str, str], ...] = ()       # (index name, its key expressions), sorted
+    indexes: tuple[tuple[str, str, str | None], ...] = ()  # (index name, its key expressions, cluster), sorted
     quoted: str = ""                                # its name as quote_ident writes it
+    cluster: str | None = None                      # Materialize: the cluster it runs on
 
     @property
     def definition_hash(self) -> str:
-        return hashlib.sha256(f"{self.kind}\0{self.definition}".encode()).hexdigest()[:32]
+        return hashlib.sha256(f"{self.kind}\0{self.cluster or ''}\0{self.definition}".encode()).hexdigest()[:32]
 
-    def sql(self) -> str:
-        """A statement that creates it again (what a snapshot carries)."""
-        if self.kind == "table":
+    def sql(self) -> str | None:
+        """A statement that creates it again (what a snapshot carries); None where the catalog gives no
+        definition (Materialize's tables, sources, sinks, connections, secrets)."""
+        if self.kind == "table" and self.cluster is None and self.definition:
             return f"CREATE TABLE {self.quoted or self.name} ({self.definition})"
-        return f"CREATE {KEYWORDS[self.kind]} {self.quoted or self.name} AS {self.definition.strip().rstrip(';')}"
+        if self.kind not in ("view", "materialized-view"):
+            return None
+        where = f" IN CLUSTER {self.cluster}" if self.cluster else ""
+        return (f"CREATE {KEYWORDS[self.kind]} {self.quoted or self.name}{where} AS "
+                f"{self.definition.strip().rstrip(';')}")
 
 
 @dataclass
@@ -103,8 +110,17 @@ class LiveCatalog:
     objects: dict[tuple[str, str], LiveObject] = field(default_factory=dict)  # (schema, name) -> object
 
 
-def read_catalog(connection, skip_schemas=()) -> LiveCatalog:
-    """The catalog of the connected database, in one read-only transaction with an empty search path."""
+def read_catalog(connection, skip_schemas=(), dialect: str = "postgres") -> LiveCatalog:
+    """The catalog of the connected database: PostgreSQL's, or Materialize's (``inputs.live_materialize``)."""
+    if dialect == "materialize":
+        from . import live_materialize
+
+        return live_materialize.read_catalog(connection, skip_schemas)
+    return _read_postgres(connection, skip_schemas)
+
+
+def _read_postgres(connection, skip_schemas=()) -> LiveCatalog:
+    """PostgreSQL's catalog, in one read-only transaction with an empty search path."""
     with connection.transaction():
         connection.execute("SET TRANSACTION READ ONLY")
         connection.execute("SET LOCAL search_path TO ''")  # pg_get_viewdef then qualifies every name
@@ -121,7 +137,7 @@ def read_catalog(connection, skip_schemas=()) -> LiveCatalog:
             reading.setdefault(reader, set()).add(by_oid[read])
     indexed: dict[int, list] = {}
     for owner, name, key in indexes:
-        indexed.setdefault(owner, []).append((name, key))
+        indexed.setdefault(owner, []).append((name, key, None))
     objects = {}
     for schema, name, quoted, relkind, oid, view, columns, constraints in rows:
         kind = KINDS[relkind]
@@ -142,8 +158,9 @@ class Recorded:
     hash: str | None               # the project's hash (None: the project does not track it)
     definition_hash: str | None
     dependencies: tuple[tuple[str, str], ...] = ()
-    indexes: tuple[tuple[str, str], ...] = ()
+    indexes: tuple[tuple[str, str, str | None], ...] = ()
     definition: str | None = None  # as the database printed it (what drift shows)
+    cluster: str | None = None
 
 
 def recorded_state(catalog: LiveCatalog, hashes: dict[tuple[str, str], str | None]) -> list[Recorded]:
@@ -151,7 +168,7 @@ def recorded_state(catalog: LiveCatalog, hashes: dict[tuple[str, str], str | Non
     the hash the run's project gives it (``hashes``: (schema, name) -> hash)."""
     rows = [Recorded(schema, None, "schema", None, None) for schema in catalog.schemas]
     rows += [Recorded(o.schema, o.name, o.kind, hashes.get(key), o.definition_hash, o.dependencies, o.indexes,
-                      o.definition) for key, o in sorted(catalog.objects.items())]
+                      o.definition, o.cluster) for key, o in sorted(catalog.objects.items())]
     return rows
 
 
@@ -169,15 +186,16 @@ def snapshot_document(catalog: LiveCatalog, record: list[Recorded] | None) -> di
         else:
             hash_ = None                          # not deployed by apply: made by hand, not tracked
         entry = {"database": catalog.database, "schema": o.schema, "name": o.name, "kind": o.kind,
-                 "hash": hash_, "sql": o.sql(),
+                 "hash": hash_, **({"cluster": o.cluster} if o.cluster else {}), "sql": o.sql(),
                  "depends_on": [[catalog.database, s, n] for s, n in o.dependencies]}
         if o.indexes:
-            entry["indexes"] = [{"name": name, "key": [key_]} for name, key_ in o.indexes]
+            entry["indexes"] = [{"name": name, "key": [key_], **({"cluster": cluster} if cluster else {})}
+                                for name, key_, cluster in o.indexes]
         objects.append(entry)
     return {"objects": objects}
 
 
-DRIFT_ASPECTS = ("schema", "object", "kind", "definition", "dependencies", "indexes")
+DRIFT_ASPECTS = ("schema", "object", "kind", "cluster", "definition", "dependencies", "indexes")
 
 
 def drift(catalog: LiveCatalog, record: list[Recorded]) -> list[dict]:
@@ -196,7 +214,10 @@ def drift(catalog: LiveCatalog, record: list[Recorded]) -> list[dict]:
         elif mine.kind != live.kind:
             found.append(_row(*key, "kind", mine.kind, live.kind))
         else:
-            if mine.definition_hash != live.definition_hash:
+            if mine.cluster != live.cluster:
+                found.append(_row(*key, "cluster", mine.cluster, live.cluster))
+            if (mine.definition != live.definition if mine.definition is not None
+                    else mine.definition_hash != live.definition_hash):
                 found.append(_row(*key, "definition", mine.definition or mine.definition_hash, live.definition))
             if mine.dependencies != live.dependencies:
                 found.append(_row(*key, "dependencies", _names(mine.dependencies), _names(live.dependencies)))
@@ -224,8 +245,8 @@ def _names(pairs) -> str | None:
     return ", ".join(f"{s}.{n}" for s, n in pairs) or None
 
 
-def _indexes(pairs) -> str | None:
-    return ", ".join(f"{n} ({k})" for n, k in pairs) or None
+def _indexes(triples) -> str | None:
+    return ", ".join(f"{n} ({k})" + (f" in cluster {c}" if c else "") for n, k, c in triples) or None
 
 
 def to_json(pairs) -> str:
