@@ -108,3 +108,4 @@ def facts_table(relation: str) -> str:
 
 
 SELECTED_CHANGES = "selected_changes"  # a selective run's changes, each chosen or left as deployed, and why
+DESIRED_OBJECTS = "desired_objects"  # the new project's objects (key, kind, hash): what apply records as deployed

@@ -14,13 +14,12 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
-from .model import BY_NAME, SELECTED_CHANGES
+from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
 from .pipeline import Hooks, RunResult, Stages
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
 from .store.run_log import (
     DECISIONS,
-    DESIRED_OBJECTS,
     DRIFT,
     DRIFT_ROWS,
     PLAN_DECISIONS,

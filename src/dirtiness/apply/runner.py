@@ -34,9 +34,8 @@ from typing import Callable
 from ..errors import InputError, PolicyError
 from ..sql import secrets
 from ..sql.secrets import scrub_dsn
-from ..model import facts_table
+from ..model import DESIRED_OBJECTS, facts_table
 from ..readback.run_tables import RunTables
-from ..store.run_log import DESIRED_OBJECTS
 from ..config import ReadSettings
 from . import record
 from .log import ApplyLog, Event

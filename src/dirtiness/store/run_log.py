@@ -65,7 +65,6 @@ DRIFT_ROWS = pa.schema([
 ])
 PLAN_DECISIONS = "plan_decisions"
 DECISIONS = "decisions"  # one row per object, schema and cluster (plan.decision_table)
-DESIRED_OBJECTS = "desired_objects"  # the new project's objects (key, kind, hash): what apply records as deployed
 
 
 def records(schema: pa.Schema, rows: list[dict]) -> pa.Table:
