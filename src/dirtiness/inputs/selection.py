@@ -56,10 +56,6 @@ class Selection:
     def excluded(self) -> dict[tuple[str, str, str], Change]:
         return {c.key: c for c in self.changes if not c.selected}
 
-    @property
-    def selected(self) -> dict[tuple[str, str, str], Change]:
-        return {c.key: c for c in self.changes if c.selected}
-
     def text(self) -> str:
         return " ".join([*(f"--only {s}" for s in self.only), *(f"--exclude {s}" for s in self.exclude)])
 
@@ -105,7 +101,7 @@ def select(old: Document, new: Document, only: list[str], exclude: list[str], re
         else:
             chosen.append(Change(key, change, True, f"--only {named[0]}" if named else "every change"))
     selection = Selection(tuple(only), tuple(exclude), tuple(chosen), _effective(old, new, chosen))
-    _check_whole(selection, old, new, reads)
+    _check_whole(selection, reads)
     return selection
 
 
@@ -141,7 +137,7 @@ def _effective(old: Document, new: Document, chosen: list[Change]) -> Document:
                     converted=new.converted, unit_tests=new.unit_tests, clusters=new.clusters)
 
 
-def _check_whole(selection: Selection, old: Document, new: Document, reads) -> None:
+def _check_whole(selection: Selection, reads) -> None:
     """No object of the effective project depends on an object the selection left out of it (exit 2)."""
     effective = selection.new
     present = {tuple(o[:3]) for o in effective.objects}
@@ -172,7 +168,7 @@ def _check_whole(selection: Selection, old: Document, new: Document, reads) -> N
 def _state(change: Change | None) -> str:
     if change is None:
         return "unchanged"
-    return f"selected change: {change.change}" if change.selected else f"excluded change, kept as deployed"
+    return f"selected change: {change.change}" if change.selected else "excluded change, kept as deployed"
 
 
 def _show(key) -> str:
