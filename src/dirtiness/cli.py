@@ -291,10 +291,7 @@ def _snapshot(args) -> int:
     if args.from_database is not None:
         from .inputs.from_database import dsn_from, read_database
 
-        from .plan.dialect import Dialect
-
-        live = read_database(dsn_from(args.from_database, "--from-database"), config["apply"]["record_schema"],
-                             Dialect.from_config(config).name)
+        live = read_database(dsn_from(args.from_database, "--from-database"), config["apply"]["record_schema"])
         document = live.document
         live.parsed()  # what the job would refuse is refused here too
         _warn_drift(live.drift)

@@ -117,7 +117,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         if params.old:
             raise InputError("--old and --old-from-database: give the deployed project one way")
         live = read_database(dsn_from(params.old_from_database, "--old-from-database"),
-                             config["apply"]["record_schema"], dialect.name)
+                             config["apply"]["record_schema"])
         if live.recorded_by is None:
             raise InputError(f"--old-from-database: {live.path} has no deploy record "
                              f"({config['apply']['record_schema']}.{STATE}): nothing says which version of the "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..sql.secrets import scrub_dsn
-from .live import drift, read_catalog, snapshot_document
+from .live import drift, read_catalog, server_of, snapshot_document
 from .snapshot import Document, parse_document
 
 DSN_VARIABLE = "DIRTINESS_DSN"
@@ -42,7 +42,7 @@ def dsn_from(given: str | None, flag: str) -> str:
     return dsn
 
 
-def read_database(dsn: str, record_schema: str, dialect: str = "postgres") -> DatabaseSnapshot:
+def read_database(dsn: str, record_schema: str) -> DatabaseSnapshot:
     """The connected database's catalog as a snapshot, hashes mapped through its deploy record."""
     import psycopg
 
@@ -50,9 +50,9 @@ def read_database(dsn: str, record_schema: str, dialect: str = "postgres") -> Da
 
     try:
         with psycopg.connect(dsn, autocommit=True, application_name="dirtiness snapshot") as connection:
-            catalog = read_catalog(connection, skip_schemas=(record_schema,), dialect=dialect)
+            catalog = read_catalog(connection, skip_schemas=(record_schema,))
             state, last = None, None
-            present = None if dialect == "materialize" else connection.execute(  # no state recorded there
+            present = None if server_of(connection) == "materialize" else connection.execute(  # no state there
                 "SELECT to_regclass(%s)", (f'"{record_schema}".{record.STATE}',)).fetchone()[0]
             if present is not None:
                 rows = connection.execute(record.state_select(record_schema)).fetchall()

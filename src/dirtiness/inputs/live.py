@@ -110,13 +110,20 @@ class LiveCatalog:
     objects: dict[tuple[str, str], LiveObject] = field(default_factory=dict)  # (schema, name) -> object
 
 
-def read_catalog(connection, skip_schemas=(), dialect: str = "postgres") -> LiveCatalog:
-    """The catalog of the connected database: PostgreSQL's, or Materialize's (``inputs.live_materialize``)."""
-    if dialect == "materialize":
+def read_catalog(connection, skip_schemas=()) -> LiveCatalog:
+    """The catalog of the connected database: PostgreSQL's, or Materialize's (``inputs.live_materialize``), as
+    the server says it is (Materialize lists its own ``mz_catalog`` schema)."""
+    if server_of(connection) == "materialize":
         from . import live_materialize
 
         return live_materialize.read_catalog(connection, skip_schemas)
     return _read_postgres(connection, skip_schemas)
+
+
+def server_of(connection) -> str:
+    """``materialize`` or ``postgres``: what answers on this connection."""
+    found = connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'mz_catalog'").fetchone()
+    return "materialize" if found else "postgres"
 
 
 def _read_postgres(connection, skip_schemas=()) -> LiveCatalog:
