@@ -137,14 +137,8 @@ def _read_postgres(connection, skip_schemas=()) -> LiveCatalog:
         rows = connection.execute(RELATIONS, skip).fetchall()
         reads = connection.execute(READS).fetchall()
         indexes = connection.execute(INDEXES).fetchall()
-    by_oid = {r[4]: (r[0], r[1]) for r in rows}
-    reading: dict[int, set] = {}
-    for reader, read in reads:
-        if reader in by_oid and read in by_oid:
-            reading.setdefault(reader, set()).add(by_oid[read])
-    indexed: dict[int, list] = {}
-    for owner, name, key in indexes:
-        indexed.setdefault(owner, []).append((name, key, None))
+    reading, indexed = surroundings({r[4]: (r[0], r[1]) for r in rows}, reads,
+                                    [(owner, name, key, None) for owner, name, key in indexes])
     objects = {}
     for schema, name, quoted, relkind, oid, view, columns, constraints in rows:
         kind = KINDS[relkind]
@@ -153,6 +147,19 @@ def _read_postgres(connection, skip_schemas=()) -> LiveCatalog:
                                              tuple(sorted(reading.get(oid, ()))), tuple(sorted(indexed.get(oid, ()))),
                                              quoted)
     return LiveCatalog(database, schemas, objects)
+
+
+def surroundings(names: dict, reads, indexes) -> tuple[dict, dict]:
+    """By object id: the (schema, name) of what it reads among ``names`` (id -> (schema, name)), and its
+    indexes (owner id, index name, key, cluster rows) as (name, key, cluster)."""
+    reading: dict = {}
+    for reader, read in reads:
+        if reader in names and read in names:
+            reading.setdefault(reader, set()).add(names[read])
+    indexed: dict = {}
+    for owner, name, key, cluster in indexes:
+        indexed.setdefault(owner, []).append((name, key or "", cluster))
+    return reading, indexed
 
 
 @dataclass(frozen=True)

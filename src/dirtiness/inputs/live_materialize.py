@@ -26,7 +26,7 @@ transaction's reads in one time domain, which the system schemas span.
 
 from __future__ import annotations
 
-from .live import LiveCatalog, LiveObject
+from .live import LiveCatalog, LiveObject, surroundings
 
 SCHEMAS = """
 SELECT s.name FROM mz_catalog.mz_schemas s JOIN mz_catalog.mz_databases d ON d.id = s.database_id
@@ -77,14 +77,8 @@ def catalog_from_rows(database: str, schemas: list[str], objects: list[tuple], d
                       indexes: list[tuple]) -> LiveCatalog:
     """The catalog from the rows of the four queries above (dependencies and indexes on objects outside the
     connected database's user schemas are left out)."""
-    by_id = {row[0]: (row[1], row[2]) for row in objects}
-    reading: dict[str, set] = {}
-    for reader, read in dependencies:
-        if reader in by_id and read in by_id:
-            reading.setdefault(reader, set()).add(by_id[read])
-    indexed: dict[str, list] = {}
-    for owner, name, cluster, key in indexes:
-        indexed.setdefault(owner, []).append((name, key or "", cluster))
+    reading, indexed = surroundings({row[0]: (row[1], row[2]) for row in objects}, dependencies,
+                                    [(owner, name, key, cluster) for owner, name, cluster, key in indexes])
     found = {}
     for object_id, schema, name, kind, from_source, definition, cluster in objects:
         kind = "table-from-source" if kind == "table" and from_source else kind
