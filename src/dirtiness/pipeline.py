@@ -61,7 +61,7 @@ from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshot
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, facts_table
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
-from .plan.decision_table import decision_table
+from .plan.decision_table import decided_subjects, decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
@@ -271,7 +271,8 @@ class _Run:
     def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, objects: DataFrame,
                 base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
-        (one job), their statements, then every check of the plan (one job)."""
+        (one job), their statements, each subject's decision (one job), then the decisions table with every
+        check of the plan (one job)."""
         settings, result = self.settings, self.result
         deployed = objects.where(F.col("deployed")).select(
             *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
@@ -304,17 +305,21 @@ class _Run:
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
         dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
         apply_managed_left = _reads_apply_managed(settings)
-        table = result.object_decisions = self.holding.hold(decision_table(
+        decided = self.hold({"decided": decided_subjects(
             settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
-            dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
-        if settings.selection is not None:
-            self._check_selection(table.frame)
+            dirty_stmts, changed, indexes, apply_managed_left)})["decided"]
+        table = self.holding.shared(decision_table(decided.frame, plan.frame, indexes))  # read four times below
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
                               dirty_stmts=dirty_stmts, strategy=settings.strategy,
                               max_identifier_length=settings.dialect.max_identifier_length,
-                              apply_managed_left=apply_managed_left, decisions=table.frame)
+                              apply_managed_left=apply_managed_left, decisions=table)
         checks, invariants = plan_checks(plan.frame, context)
-        result.report = plan_report(checks.collect(), invariants)
+        held = self.hold({"decisions": table, "checks": checks})  # the table and every check of the plan: one job
+        result.object_decisions = held["decisions"]
+        table.unpersist()
+        if settings.selection is not None:
+            self._check_selection(held["decisions"].frame)
+        result.report = plan_report(held["checks"].dicts(), invariants)
         result.report.enforce(settings.allow_destructive)
         result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
 

@@ -70,18 +70,26 @@ INVARIANTS = ("every object has one decision", "every plan row carries out a dec
               "every decision but kept has a plan row")
 
 
-def decision_table(strategy: str, decisions: DataFrame, plan: DataFrame, old_objects: DataFrame,
-                   new_objects: DataFrame, deployed: DataFrame, dirty: DataFrame, changed: DataFrame,
-                   indexes: DataFrame, apply_managed_left: bool) -> DataFrame:
-    """Every object of both projects, every schema and cluster they name: its one decision and plan steps.
+def decided_subjects(strategy: str, decisions: DataFrame, plan: DataFrame, old_objects: DataFrame,
+                     new_objects: DataFrame, deployed: DataFrame, dirty: DataFrame, changed: DataFrame,
+                     indexes: DataFrame, apply_managed_left: bool) -> DataFrame:
+    """Every object of both projects, every schema and cluster they or the plan name: its one decision, the
+    rule behind it, and why a changed object is kept (``kept_reason``); ``decision_table`` adds the steps.
 
     ``decisions``: the ``plan_decisions`` rows; ``plan``: the ``ddl_plan`` rows (``seq``); ``deployed``: the
     keys of what the database holds before the plan; ``dirty``/``changed``: keys (``change``) of the dirty
-    and changed objects; ``indexes``: both projects' (key, index_name, cluster)."""
+    and changed objects; ``indexes``: both projects' (key, index_name, cluster).
+
+    A run holds this before ``decision_table`` reads it three times: as one query the two took the
+    optimizer longer than all the run's Spark jobs (15 of 19 s on the bundled example)."""
     subjects = _subjects(old_objects, new_objects, indexes, plan)
     decided = _decided(strategy, decisions, subjects.join(deployed.withColumn("deployed", F.lit(True)), list(KEY),
                                                           "left"))
-    decided = _kept_reasons(decided, dirty, changed, strategy, apply_managed_left)
+    return _kept_reasons(decided, dirty, changed, strategy, apply_managed_left)
+
+
+def decision_table(decided: DataFrame, plan: DataFrame, indexes: DataFrame) -> DataFrame:
+    """The ``decisions`` rows: each of ``decided_subjects``' with the plan rows that carry its decision out."""
     return _with_steps(decided, plan, indexes).select(*DECISION_COLUMNS.names)
 
 
