@@ -271,8 +271,8 @@ class _Run:
     def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, objects: DataFrame,
                 base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
-        (one job), their statements, each subject's decision (one job), then the decisions table with every
-        check of the plan (one job)."""
+        (one job), their statements, each subject's decision (one job), the decisions table (one job), then
+        every check of the plan (one job)."""
         settings, result = self.settings, self.result
         deployed = objects.where(F.col("deployed")).select(
             *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
@@ -308,18 +308,16 @@ class _Run:
         decided = self.hold({"decided": decided_subjects(
             settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left)})["decided"]
-        table = self.holding.shared(decision_table(decided.frame, plan.frame, indexes))  # read four times below
+        table = result.object_decisions = self.hold({"decisions": decision_table(decided.frame, plan.frame,
+                                                                                 indexes)})["decisions"]
+        if settings.selection is not None:
+            self._check_selection(table.frame)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
                               dirty_stmts=dirty_stmts, strategy=settings.strategy,
                               max_identifier_length=settings.dialect.max_identifier_length,
-                              apply_managed_left=apply_managed_left, decisions=table)
+                              apply_managed_left=apply_managed_left, decisions=table.frame)
         checks, invariants = plan_checks(plan.frame, context)
-        held = self.hold({"decisions": table, "checks": checks})  # the table and every check of the plan: one job
-        result.object_decisions = held["decisions"]
-        table.unpersist()
-        if settings.selection is not None:
-            self._check_selection(held["decisions"].frame)
-        result.report = plan_report(held["checks"].dicts(), invariants)
+        result.report = plan_report(checks.collect(), invariants)
         result.report.enforce(settings.allow_destructive)
         result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
 

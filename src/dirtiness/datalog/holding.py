@@ -179,15 +179,6 @@ class Holding:
             return frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=StorageLevel.MEMORY_AND_DISK)
         return frame.localCheckpoint(eager=not self.lazy_checkpoints)
 
-    def shared(self, frame: DataFrame) -> DataFrame:
-        """A frame that several parts of one query read, planned once and computed once: cached, the
-        optimizer sees one leaf wherever it is read, not its whole tree again (the caller unpersists it
-        once the query has run)."""
-        from pyspark import StorageLevel
-
-        return frame.persist(StorageLevel.MEMORY_AND_DISK if self.serialized_checkpoints
-                             else StorageLevel.MEMORY_AND_DISK_DESER)
-
     def hold(self, frame: DataFrame | Hold, try_local: bool = True) -> Batch:
         return self.hold_all({"_": frame}, try_local)["_"]
 
