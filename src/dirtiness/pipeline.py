@@ -305,11 +305,11 @@ class _Run:
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
         dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
         apply_managed_left = _reads_apply_managed(settings)
-        decided = self.hold({"decided": decided_subjects(
+        decided = self.holding.hold(decided_subjects(
             settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
-            dirty_stmts, changed, indexes, apply_managed_left)})["decided"]
-        table = result.object_decisions = self.hold({"decisions": decision_table(decided.frame, plan.frame,
-                                                                                 indexes)})["decisions"]
+            dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
+        table = result.object_decisions = self.holding.hold(decision_table(decided.frame, plan.frame, indexes),
+                                                            try_local=self.small)
         if settings.selection is not None:
             self._check_selection(table.frame)
         context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,

@@ -81,7 +81,7 @@ def decided_subjects(strategy: str, decisions: DataFrame, plan: DataFrame, old_o
     and changed objects; ``indexes``: both projects' (key, index_name, cluster).
 
     A run holds this before ``decision_table`` reads it three times: as one query the two took the
-    optimizer longer than all the run's Spark jobs (15 of 19 s on the bundled example)."""
+    optimizer most of the bundled example's time in Spark jobs (15 of 19 s, on a busy machine)."""
     subjects = _subjects(old_objects, new_objects, indexes, plan)
     decided = _decided(strategy, decisions, subjects.join(deployed.withColumn("deployed", F.lit(True)), list(KEY),
                                                           "left"))
