@@ -49,6 +49,27 @@ def test_blocks_held_by_keys_are_joined_without_a_shuffle_of_them(computing):
     assert plan.count("Exchange") == 1 and plan.count("Sort [") == 1  # the probe's; the blocks are as held
 
 
+@pytest.mark.parametrize("lazy", [True, False])
+def test_held_blocks_do_not_compound_the_size_estimate_of_what_they_came_from(computing, lazy):
+    """A chain of holds, each a three-way join of the last: Spark's checkpoint alone keeps its origin's
+    estimate, a product that gains bits with each hold (6,729 bits after six); held, each claims Spark's
+    default size, its rows, partitioning and ordering unchanged."""
+    spark = computing
+    holding = Holding(0, lazy_checkpoints=lazy, partitions=2)
+    held = holding.hold(Hold(spark.range(40).select(F.col("id").alias("k"), (F.col("id") % 7).alias("v")),
+                             keys=("k",)), try_local=False)
+    for _ in range(6):
+        frame = held.frame
+        joined = (frame.alias("a").join(frame.alias("b"), "k").join(frame.alias("c"), "k")
+                  .select("k", F.col("a.v").alias("v")))
+        held = holding.hold(Hold(joined, keys=("k",)), try_local=False)
+    default = int(spark.conf.get("spark.sql.defaultSizeInBytes").rstrip("b"))
+    assert held.frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes() == default
+    assert held.count == 40 and sorted(tuple(r) for r in held.frame.collect()) == [(i, i % 7) for i in range(40)]
+    plan = held.frame.join(spark.range(3).select(F.col("id").alias("k")), "k")._jdf.queryExecution()
+    assert plan.executedPlan().toString().count("Exchange") == 1  # the blocks' partitioning kept
+
+
 def doubler():
     """An Arrow batch function (made here, so that Spark's workers get it by value, not by module)."""
     def arrow_double(batches):

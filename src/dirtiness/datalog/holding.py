@@ -25,6 +25,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .size_estimate import without_size_estimate
+
 PART = "_part"
 
 
@@ -176,8 +178,10 @@ class Holding:
             from pyspark import StorageLevel
 
             # PySpark's storage levels are serialized: this is the JVM's MEMORY_AND_DISK_SER
-            return frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=StorageLevel.MEMORY_AND_DISK)
-        return frame.localCheckpoint(eager=not self.lazy_checkpoints)
+            held = frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        else:
+            held = frame.localCheckpoint(eager=not self.lazy_checkpoints)
+        return without_size_estimate(held)
 
     def hold(self, frame: DataFrame | Hold, try_local: bool = True) -> Batch:
         return self.hold_all({"_": frame}, try_local)["_"]
