@@ -53,7 +53,7 @@ def test_blocks_held_by_keys_are_joined_without_a_shuffle_of_them(computing):
 def test_held_blocks_do_not_compound_the_size_estimate_of_what_they_came_from(computing, lazy):
     """A chain of holds, each a three-way join of the last: Spark's checkpoint alone keeps its origin's
     estimate, a product that gains bits with each hold (6,729 bits after six); held, each claims Spark's
-    default size, its rows, partitioning and ordering unchanged."""
+    default size, its rows and partitioning unchanged."""
     spark = computing
     holding = Holding(0, lazy_checkpoints=lazy, partitions=2)
     held = holding.hold(Hold(spark.range(40).select(F.col("id").alias("k"), (F.col("id") % 7).alias("v")),
