@@ -17,7 +17,7 @@ def test_defaults_come_from_the_configuration_file():
     assert (settings.holding.local_rows, settings.interning_buckets) == (config["local_rows"],
                                                                          config["interning_buckets"])
     assert settings.holding.lazy_checkpoints is config["lazy_checkpoints"] is True
-    assert settings.holding.serialized_checkpoints is config["serialized_checkpoints"] is True
+    assert settings.holding.storage == config["checkpoint_storage"] == "disk"
     assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
     assert settings.small_catalog_objects == config["spark"]["small_catalog_objects"]
     assert settings.small_catalog_conf == {  # as the session takes them: strings, booleans in lower case
@@ -47,7 +47,7 @@ def test_a_bad_input_format_is_named():
 @pytest.mark.parametrize("key, value, message", [
     ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
     ("lazy_checkpoints", "no", "lazy_checkpoints: expected true or false, not 'no'"),
-    ("serialized_checkpoints", 1, "serialized_checkpoints: expected true or false, not 1"),
+    ("checkpoint_storage", "memory", "checkpoint_storage: expected one of disk, memory_and_disk, default, not 'memory'"),
     ("interning_buckets", 0, "interning_buckets: expected a positive integer, not 0"),
     ("delta_backend", "parquet", "delta_backend: expected auto, spark or deltalake, not 'parquet'"),
     ("outputs", {"DirtyStmt": "dirty_stmts"}, "outputs must name the tables dirty_clusters, dirty_schemas"),
@@ -94,3 +94,26 @@ def test_overlapping_settings_blocks_give_the_session_its_own_back():
             assert session.conf.values == {"spark.sql.shuffle.partitions": "4", "x": "on"}
         assert session.conf.values == {"spark.sql.shuffle.partitions": "4"}
     assert session.conf.values == {"spark.sql.shuffle.partitions": "2"}
+
+
+def test_an_overlay_setting_the_defaults_lack_is_named(tmp_path):
+    """A misspelt or retired key (here the old ``serialized_checkpoints``) would otherwise change nothing."""
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("serialized_checkpoints: false\n")
+    with pytest.raises(InputError, match=rf"^{overlay}: unknown setting serialized_checkpoints \(the settings are "
+                                         r"those of job\.yaml\)$"):
+        load_config(str(overlay))
+    overlay.write_text("spark:\n  small_catalog_object: 5\n")
+    with pytest.raises(InputError, match=r"unknown setting spark\.small_catalog_object \("):
+        load_config(str(overlay))
+
+
+def test_an_overlay_may_name_its_own_spark_settings_tables_and_dialects(tmp_path):
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("checkpoint_storage: memory_and_disk\nspark:\n  conf:\n    spark.executor.cores: 3\n"
+                       "plan:\n  dialects:\n    mine:\n      parser: postgres\n")
+    config = load_config(str(overlay))
+    assert config["checkpoint_storage"] == "memory_and_disk"
+    assert config["spark"]["conf"]["spark.executor.cores"] == 3
+    assert config["plan"]["dialects"]["mine"] == {"parser": "postgres"}
+    assert resolve(PARAMS, config).holding.storage == "memory_and_disk"

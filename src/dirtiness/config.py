@@ -25,7 +25,7 @@ def load_config(path: str | None = None) -> dict:
     """The default configuration, overlaid with ``path`` if given; path keys made absolute."""
     config = _read(str(DEFAULT_CONFIG))
     if path:
-        config = _merge(config, _read(path))
+        config = _merge(config, _read(path), path)
     return config
 
 
@@ -59,11 +59,21 @@ def _absolute(data, keys: tuple[str, ...], base: str) -> None:
             data[name] = os.path.normpath(os.path.join(base, data[name]))
 
 
-def _merge(base: dict, overlay: dict) -> dict:
+# Sections whose keys are the user's own (Spark settings, table names, strategies, dialects); every other key
+# of an overlay must be one the defaults have: a misspelt or retired setting would otherwise do nothing.
+_OPEN_SECTIONS = (("spark", "conf"), ("spark", "compute_conf"), ("spark", "small_catalog_conf"),
+                  ("spark", "local_catalog_conf"), ("outputs",), ("plan", "rules"), ("plan", "dialects"))
+
+
+def _merge(base: dict, overlay: dict, path: str, at: tuple[str, ...] = ()) -> dict:
     merged = copy.deepcopy(base)
+    open_section = any(at[:len(section)] == section for section in _OPEN_SECTIONS)
     for key, value in overlay.items():
+        if key not in merged and not open_section:
+            raise InputError(f"{path}: unknown setting {'.'.join((*at, str(key)))} (the settings are those of "
+                             f"{DEFAULT_CONFIG.name})")
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = _merge(merged[key], value, path, (*at, str(key)))
         else:
             merged[key] = value
     return merged

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from . import fingerprints as fingerprints_of
 from .changeset.rules import load_plan_rules, load_rules
 from .datalog.check import CheckedProgram
-from .datalog.holding import Holding
+from .datalog.holding import STORAGE, Holding
 from .errors import InputError
 from .inputs.formats import FORMATS, detect
 from .apply.record import STATE
@@ -189,7 +189,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         interning_buckets=_positive(config, "interning_buckets"),
         holding=Holding(local_rows=_positive(config, "local_rows", allow_zero=True),
                         lazy_checkpoints=_flag(config, "lazy_checkpoints"),
-                        serialized_checkpoints=_flag(config, "serialized_checkpoints")),
+                        storage=_one_of(config, "checkpoint_storage", tuple(STORAGE))),
         compute_conf=spark_settings(config["spark"]["compute_conf"]),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
@@ -254,6 +254,13 @@ def _flag(config: dict, key: str) -> bool:
     value = config[key]
     if not isinstance(value, bool):
         raise InputError(f"{key}: expected true or false, not {value!r}")
+    return value
+
+
+def _one_of(config: dict, key: str, choices: tuple[str, ...]) -> str:
+    value = config[key]
+    if value not in choices:
+        raise InputError(f"{key}: expected one of {', '.join(choices)}, not {value!r}")
     return value
 
 

@@ -21,6 +21,7 @@ from functools import reduce
 from typing import Callable
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -142,6 +143,12 @@ def concat(batches: list[Batch], schema: T.StructType, spark: SparkSession) -> B
                  None if None in counts else sum(counts))
 
 
+# Where checkpointed blocks are kept (``checkpoint_storage``). PySpark's storage levels are serialized:
+# ``memory_and_disk`` is the JVM's MEMORY_AND_DISK_SER. ``default``: the server's own (Spark keeps Java
+# objects in memory; Sail takes no storage level and keeps its checkpoints in its object store).
+STORAGE = {"disk": StorageLevel.DISK_ONLY, "memory_and_disk": StorageLevel.MEMORY_AND_DISK, "default": None}
+
+
 @dataclass(frozen=True)
 class Hold:
     """A frame to materialize, and the columns later joins will read it by (blocks are partitioned and
@@ -162,25 +169,25 @@ class Holding:
     (Sail) turns this off and pays a job more for each frame held as blocks.
     ``partitions``: how many hash partitions blocks held by keys get (the
     session's shuffle partitions, so that joins and aggregations on those
-    keys find them already partitioned). ``serialized_checkpoints``: blocks
-    are kept as bytes (spilled to disk past the storage memory), not as
-    Java objects, whose size Spark only estimates: at 1M objects a run holds
-    some 16 million rows, and held as objects they overran a 4 GB heap.
+    keys find them already partitioned). ``storage``: where blocks are kept
+    (``STORAGE``): as bytes on the executors' disk by default, never as Java
+    objects in the heap, whose size Spark only estimates (at 1M objects a run
+    holds some 16 million rows, and as objects they overran a 4 GB heap), and
+    not in memory either: a block spilled from there is read back whole into
+    the heap, and at 1M objects that overran a 1 GB driver.
     """
 
     local_rows: int = 10_000
     lazy_checkpoints: bool = True
     partitions: int = 1
-    serialized_checkpoints: bool = True
+    storage: str = "disk"
 
     def checkpoint(self, frame: DataFrame) -> DataFrame:
-        if self.serialized_checkpoints:
-            from pyspark import StorageLevel
-
-            # PySpark's storage levels are serialized: this is the JVM's MEMORY_AND_DISK_SER
-            held = frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=StorageLevel.MEMORY_AND_DISK)
-        else:
+        level = STORAGE[self.storage]
+        if level is None:
             held = frame.localCheckpoint(eager=not self.lazy_checkpoints)
+        else:
+            held = frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=level)
         return without_size_estimate(held)
 
     def hold(self, frame: DataFrame | Hold, try_local: bool = True) -> Batch:
