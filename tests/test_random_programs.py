@@ -19,6 +19,7 @@ from dirtiness.datalog.holding import Holding, local_batch
 from dirtiness.session import session_settings, spark_settings
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, is_wildcard, parse_program
+from spark_jobs import jobs_started
 
 BASE = {"E": 2, "P": 2, "N": 1, "M": 1}
 VARIABLES = "XYZ"
@@ -134,3 +135,28 @@ def test_engine_matches_naive_on_random_programs(spark, config, local_rows, part
             assert cause in first.causes, (relation, values, cause)
             derived += 1
     assert derived > 100, derived  # the programs really derive something
+
+
+def test_a_round_whose_rules_all_join_an_empty_relation_is_counted_and_runs_no_job(spark, config):
+    """Round 2 is due (``A`` grew) but its one rule joins ``M``, which is empty: the round is numbered as
+    the naive evaluator numbers it, adds nothing, and costs no Spark job; ``C``'s rule, joining the empty
+    ``B``, builds nothing. Held as blocks (a query over rows alone that an empty one empties runs no job
+    anyway)."""
+    program = "A(X) :- N(X)\nB(X) :- A(X), M(X)\nC(X) :- B(X), N(X)\nD(X) :- N(X), NOT A(X)"
+    checked = check_program(parse_program(program, "idle.dl"), {"N": ("node",), "M": ("node",)})
+    facts = {"N": {(1,), (2,)}, "M": set()}
+    with session_settings(spark, spark_settings(config["spark"]["compute_conf"])):
+        base = {name: local_batch(spark, sorted(rows), tuple_schema(1)) for name, rows in facts.items()}
+        holding = Holding(0)
+        program = Program(checked, holding)
+        static = holding.hold_all(program.static_requests(base), try_local=False)
+        rounds = []
+        evaluation = program.evaluate(base, static, on_round=lambda entry: rounds.append((entry, jobs_started(spark))))
+    naive, expected_rounds = evaluate_naive(checked, facts)
+
+    assert [(e.round, e.stratum, e.new) for e, _ in rounds] == [
+        (1, 0, {"A": 2, "B": 0, "C": 0}), (2, 0, {"A": 0, "B": 0, "C": 0}), (3, 1, {"D": 0})]
+    assert len(rounds) == expected_rounds
+    assert rounds[1][1] == rounds[0][1]  # round 2 ran no job
+    assert {r: {tuple(row[:1]) for row in evaluation.relations[r].collect()} for r in "ABCD"} == \
+        {r: set(naive[r]) for r in "ABCD"}

@@ -207,6 +207,18 @@ class _Evaluation:
         A count not known (a view of blocks) is not taken for "holds something": the rule runs."""
         return any(a.negated and all_wildcards(a) and self.count(a.relation) for a in plan.rule.body)
 
+    def empty(self, relation: str) -> bool:
+        """Known to hold nothing now (a view of blocks, whose count is not known, is not)."""
+        return self.count(relation) == 0
+
+    def idle(self, plan: RulePlan, static: dict[tuple[int, int], Batch]) -> bool:
+        """A rule that derives nothing this round because a relation it joins is empty: its held static part,
+        or a positive atom it reads whole. Nothing of it is built, so a round costs what fires."""
+        if plan.hoisted and static[(plan.index, plan.delta)].count == 0:
+            return True
+        whole = range(len(plan.rule.body)) if plan.delta is None else plan.late
+        return any(not plan.rule.body[i].negated and self.empty(plan.rule.body[i].relation) for i in whole)
+
     def run(self, on_round: Callable[[RoundLog], None] | None) -> Evaluation:
         for stratum_no, stratum in enumerate(self.checked.strata):
             self.run_stratum(stratum_no, stratum, on_round)
@@ -226,22 +238,31 @@ class _Evaluation:
         first, small = True, all(b.local for b in inputs)
         while True:
             started = time.perf_counter()
-            found = []
+            found, due = [], False  # due: some rule may fire on what the last round added (a round is run)
             for plan in plans:
                 rule = plan.rule
                 if plan.delta is None:
-                    if first:
-                        sources = {i: self.full(a.relation).frame for i, a in enumerate(rule.body)}
-                        found.append(candidates(plan, sources, None, self.program.width, self.program.cause_width))
+                    if not first:  # a rule reading nothing of its stratum fires once, in the first round
+                        continue
+                else:
+                    recent = self.variables[rule.body[plan.delta].relation].recent
+                    if recent is None:
+                        continue
+                due = True
+                if self.idle(plan, static):
                     continue
-                recent = self.variables[rule.body[plan.delta].relation].recent
-                if recent is None:
-                    continue
-                sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame for i in plan.late}}
+                if plan.delta is None:
+                    sources = {i: self.full(a.relation).frame for i, a in enumerate(rule.body)}
+                else:
+                    sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame
+                                                            for i in plan.late}}
                 found.append(candidates(plan, sources, static[(plan.index, plan.delta)].frame if plan.hoisted else None,
                                         self.program.width, self.program.cause_width))
             first = False
-            if not found:  # nothing can fire: the stratum is complete without another round
+            if not due:  # nothing can fire: the stratum is complete without another round
+                break
+            if not found:  # the round is due but every rule of it joins an empty relation: it adds nothing, no job
+                self.log_round(stratum_no, stratum, {}, started, on_round)
                 break
             round_no = len(self.rounds) + 1
             new = self.new_tuples(found, known, round_no)
@@ -252,18 +273,22 @@ class _Evaluation:
                 variable.advance(self.part_of(held, name, counts.get(name, 0)) if counts.get(name) else None)
             known.add(held)
             self.outputs.append(held)
-            entry = RoundLog(round_no, stratum_no, {name: counts.get(name, 0) for name in stratum},
-                             time.perf_counter() - started)
-            self.rounds.append(entry)
-            if on_round:
-                on_round(entry)
+            self.log_round(stratum_no, stratum, counts, started, on_round)
             if not any(counts.values()):
                 break
         self.batches[stratum_no] = [b.count for b in known.batches]
 
+    def log_round(self, stratum_no: int, stratum: tuple[str, ...], counts: dict[str, int], started: float,
+                  on_round: Callable[[RoundLog], None] | None) -> None:
+        entry = RoundLog(len(self.rounds) + 1, stratum_no, {name: counts.get(name, 0) for name in stratum},
+                         time.perf_counter() - started)
+        self.rounds.append(entry)
+        if on_round:
+            on_round(entry)
+
     def hold_static(self, stratum_no: int, plans: list[RulePlan]) -> dict[tuple[int, int], Batch]:
         """The static parts of the stratum's recursive rules: held with the base relations, or now (one job for
-        those that read relations of lower strata)."""
+        those that read relations of lower strata; none for one that joins a relation known to be empty)."""
         static, missing = {}, {}
         for plan in plans:
             if not plan.hoisted:
@@ -271,6 +296,8 @@ class _Evaluation:
             name = self.program.name("static", plan.index, plan.delta)
             if name in self.held:
                 static[(plan.index, plan.delta)] = self.held[name]
+            elif any(self.empty(plan.rule.body[i].relation) for i in plan.static if not plan.rule.body[i].negated):
+                static[(plan.index, plan.delta)] = local_batch(self.spark, [], T.StructType([]))  # joins nothing
             else:
                 sources = {i: self.full(plan.rule.body[i].relation).frame for i in plan.static}
                 missing[(plan.index, plan.delta)] = Hold(static_part(plan, sources), plan.keys)
