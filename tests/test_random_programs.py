@@ -139,8 +139,8 @@ def test_engine_matches_naive_on_random_programs(spark, config, local_rows, part
 
 def test_a_round_whose_rules_all_join_an_empty_relation_is_counted_and_runs_no_job(spark, config):
     """Round 2 is due (``A`` grew) but its one rule joins ``M``, which is empty: the round is numbered as
-    the naive evaluator numbers it, adds nothing, and costs no Spark job; ``C``'s rule, joining the empty
-    ``B``, builds nothing. Held as blocks (a query over rows alone that an empty one empties runs no job
+    the naive evaluator numbers it, adds nothing, and costs no Spark job (``C``, reading only the empty ``B``,
+    makes no round due). Held as blocks (a query over rows alone that an empty one empties runs no job
     anyway)."""
     program = "A(X) :- N(X)\nB(X) :- A(X), M(X)\nC(X) :- B(X), N(X)\nD(X) :- N(X), NOT A(X)"
     checked = check_program(parse_program(program, "idle.dl"), {"N": ("node",), "M": ("node",)})
