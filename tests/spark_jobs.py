@@ -6,3 +6,9 @@ def jobs_started(spark) -> int:
     context = spark.sparkContext
     context._jsc.sc().listenerBus().waitUntilEmpty(10_000)  # status updates arrive through the listener bus
     return max(context.statusTracker().getJobIdsForGroup(None), default=-1) + 1
+
+
+def stages_of_jobs(spark, first: int, end: int) -> list[int]:
+    """The number of stages of each job with an id in ``first..end-1`` (jobs still kept by the status tracker)."""
+    tracker = spark.sparkContext.statusTracker()
+    return [len(tracker.getJobInfo(job).stageIds) for job in range(first, end)]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .holding import in_one_partition
 from .syntax import Atom, Rule, is_wildcard
 
 PAD = -1  # fills the tuple columns a relation narrower than the widest does not have (ids are never negative)
@@ -80,30 +81,34 @@ def plan_rule(index: int, rule: Rule, stratum: tuple[str, ...], delta: int | Non
     return RulePlan(index, rule, delta, tuple(static), tuple(late), cause)
 
 
-def static_part(plan: RulePlan, sources: dict[int, DataFrame]) -> DataFrame:
+def static_part(plan: RulePlan, sources: dict[int, DataFrame], one_partition: bool = False) -> DataFrame:
     """The static atoms of a recursive rule joined (and their negations applied), columns named by variable."""
     names = plan.names
-    frame = _join_positive(plan.rule, [i for i in plan.static if not plan.rule.body[i].negated], sources, names)
+    frame = _join_positive(plan.rule, [i for i in plan.static if not plan.rule.body[i].negated], sources, names,
+                           one_partition=one_partition)
     return _apply_negations(plan.rule, [i for i in plan.static if plan.rule.body[i].negated], frame, sources, names)
 
 
 def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame | None, width: int,
-               cause_width: int) -> DataFrame:
+               cause_width: int, one_partition: bool = False) -> DataFrame:
     """The head tuples ``plan`` derives, with provenance.
 
     ``sources`` holds a frame for the delta (the round's new tuples) and for
     every late atom; ``static`` is the held static part. A non-recursive rule
-    has every atom in ``sources`` and no static part.
+    has every atom in ``sources`` and no static part. ``one_partition``: every
+    source is rows in one partition (``holding.local_frame``), and so is each join.
     """
     rule, names = plan.rule, plan.names
     if plan.delta is None:
-        frame = _join_positive(rule, [i for i, a in enumerate(rule.body) if not a.negated], sources, names)
+        frame = _join_positive(rule, [i for i, a in enumerate(rule.body) if not a.negated], sources, names,
+                               one_partition=one_partition)
         frame = _apply_negations(rule, [i for i, a in enumerate(rule.body) if a.negated], frame, sources, names)
     else:
         frame = bind(rule.body[plan.delta], sources[plan.delta], names)
         if static is not None:
-            frame = _join(frame, static)
-        frame = _join_positive(rule, [i for i in plan.late if not rule.body[i].negated], sources, names, frame)
+            frame = _join(frame, static, one_partition)
+        frame = _join_positive(rule, [i for i in plan.late if not rule.body[i].negated], sources, names, frame,
+                               one_partition)
         frame = _apply_negations(rule, [i for i in plan.late if rule.body[i].negated], frame, sources, names)
     cause = rule.body[plan.cause]
     head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
@@ -118,16 +123,16 @@ def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame 
 
 
 def _join_positive(rule: Rule, positions: list[int], sources: dict[int, DataFrame], names: dict[str, str],
-                   frame: DataFrame | None = None) -> DataFrame:
+                   frame: DataFrame | None = None, one_partition: bool = False) -> DataFrame:
     for i in positions:
         bound = bind(rule.body[i], sources[i], names)
-        frame = bound if frame is None else _join(frame, bound)
+        frame = bound if frame is None else _join(frame, bound, one_partition)
     return frame
 
 
-def _join(left: DataFrame, right: DataFrame) -> DataFrame:
+def _join(left: DataFrame, right: DataFrame, one_partition: bool = False) -> DataFrame:
     shared = [c for c in right.columns if c in left.columns]
-    return left.join(right, shared, "inner") if shared else left.crossJoin(right)
+    return in_one_partition(left.join(right, shared, "inner") if shared else left.crossJoin(right), one_partition)
 
 
 def _apply_negations(rule: Rule, positions: list[int], frame: DataFrame, sources: dict[int, DataFrame],

@@ -38,7 +38,7 @@ from pyspark.sql import types as T
 
 from .check import CheckedProgram
 from .compile import RulePlan, all_wildcards, candidates, plan_rule, static_part, tuple_columns
-from .holding import Batch, Hold, Holding, concat, local_batch
+from .holding import Batch, Hold, Holding, concat, in_one_partition, local_batch
 
 RELATION = "relation"
 
@@ -163,7 +163,8 @@ class Program:
             for plan in plans:
                 if plan.hoisted and plan.static_relations() <= set(base):
                     sources = {i: base[plan.rule.body[i].relation].frame for i in plan.static}
-                    wanted[self.name("static", plan.index, plan.delta)] = Hold(static_part(plan, sources), plan.keys)
+                    part = static_part(plan, sources, all(base[plan.rule.body[i].relation].small for i in plan.static))
+                    wanted[self.name("static", plan.index, plan.delta)] = Hold(part, plan.keys)
         return wanted
 
     def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
@@ -235,7 +236,7 @@ class _Evaluation:
         static = self.hold_static(stratum_no, plans)
         known = Known(self.holding, self.keys)
         inputs = [*self.relations.values(), *static.values(), *(p for v in self.variables.values() for p in v.parts)]
-        first, small = True, all(b.local for b in inputs)
+        first, small = True, all(b.small for b in inputs)
         while True:
             started = time.perf_counter()
             found, due = [], False  # due: some rule may fire on what the last round added (a round is run)
@@ -257,7 +258,7 @@ class _Evaluation:
                     sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame
                                                             for i in plan.late}}
                 found.append(candidates(plan, sources, static[(plan.index, plan.delta)].frame if plan.hoisted else None,
-                                        self.program.width, self.program.cause_width))
+                                        self.program.width, self.program.cause_width, one_partition=small))
             first = False
             if not due:  # nothing can fire: the stratum is complete without another round
                 break
@@ -265,7 +266,7 @@ class _Evaluation:
                 self.log_round(stratum_no, stratum, {}, started, on_round)
                 break
             round_no = len(self.rounds) + 1
-            new = self.new_tuples(found, known, round_no)
+            new = self.new_tuples(found, known, round_no, small)
             held, counts = self.hold_round(new, stratum, small)
             small = held.local
             for name in stratum:
@@ -300,19 +301,21 @@ class _Evaluation:
                 static[(plan.index, plan.delta)] = local_batch(self.spark, [], T.StructType([]))  # joins nothing
             else:
                 sources = {i: self.full(plan.rule.body[i].relation).frame for i in plan.static}
-                missing[(plan.index, plan.delta)] = Hold(static_part(plan, sources), plan.keys)
+                one_partition = all(self.full(plan.rule.body[i].relation).small for i in plan.static)
+                missing[(plan.index, plan.delta)] = Hold(static_part(plan, sources, one_partition), plan.keys)
         if missing:
-            small = all(b.local for b in self.relations.values())
+            small = all(b.small for b in self.relations.values())
             held = self.holding.hold_all({f"{i}:{d}": h for (i, d), h in missing.items()}, try_local=small)
             static.update({key: held[f"{key[0]}:{key[1]}"] for key in missing})
             if self.on_static:
                 self.on_static(stratum_no)
         return static
 
-    def new_tuples(self, found: list[DataFrame], known: Known, round_no: int) -> DataFrame:
-        """One derivation per tuple not known before: the lowest rule index, then the lowest cause."""
+    def new_tuples(self, found: list[DataFrame], known: Known, round_no: int, small: bool) -> DataFrame:
+        """One derivation per tuple not known before: the lowest rule index, then the lowest cause. ``small``:
+        the candidates are joins of rows, aggregated in their one partition."""
         causes = ["rule", "cause_rel", *tuple_columns(self.program.cause_width, "k")]
-        picked = (reduce(DataFrame.unionByName, found).groupBy(*self.keys)
+        picked = (in_one_partition(reduce(DataFrame.unionByName, found), small).groupBy(*self.keys)
                   .agg(F.min(F.struct(*causes)).alias("p")).select(*self.keys, "p.*"))
         return known.subtract_from(picked).withColumn("round", F.lit(round_no))
 

@@ -42,8 +42,10 @@ class Batch:
 
     def __init__(self, frame: DataFrame | None, count: int | None, rows: list[tuple] | None = None,
                  counts: dict | None = None, schema: T.StructType | None = None,
-                 spark: SparkSession | None = None, derive: Callable[[], DataFrame] | None = None) -> None:
+                 spark: SparkSession | None = None, derive: Callable[[], DataFrame] | None = None,
+                 over_rows: bool = False) -> None:
         self._frame, self.count, self.rows, self.counts = frame, count, rows, counts
+        self.over_rows = over_rows  # a view of rows held on the driver (its count not known)
         self.schema = schema if schema is not None else frame.schema
         self._spark = spark if spark is not None else frame.sparkSession
         self._derive = derive
@@ -65,6 +67,11 @@ class Batch:
     @property
     def local(self) -> bool:
         return self.rows is not None
+
+    @property
+    def small(self) -> bool:
+        """Rows on the driver or a view of them: what is computed from it is worth trying to hold as rows."""
+        return self.local or self.over_rows
 
     def dicts(self) -> list[dict]:
         """Every row by column name: the local rows, or the blocks collected (a Spark job)."""
@@ -106,8 +113,16 @@ def local_batch(spark: SparkSession, rows: list[tuple], schema: T.StructType) ->
 def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
     """Rows on the driver as a local relation: from Arrow, Spark plans it as a local table with its
     exact size (from Python objects it would be an RDD). In one partition, so that a query over local
-    relations alone joins and aggregates without shuffling (see ``one_partition``)."""
+    relations alone joins and aggregates without shuffling (see ``in_one_partition``)."""
     return spark.createDataFrame(arrow_table(rows, schema), schema).coalesce(1)
+
+
+def in_one_partition(frame: DataFrame, over_rows: bool) -> DataFrame:
+    """A join of frames of rows (``local_frame``, one partition each) said to be in one partition, as it is.
+    Spark reports an inner join's output as partitioned like each of its inputs, not as one partition, and
+    shuffles it again for the next join or aggregation; said so, a query over rows alone runs as one stage
+    (with ``spark.sql.maxSinglePartitionBytes`` unbounded, ``spark.local_catalog_conf``)."""
+    return frame.coalesce(1) if over_rows else frame
 
 
 def arrow_table(rows: list[tuple], schema: T.StructType) -> pa.Table:

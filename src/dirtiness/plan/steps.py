@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..datalog.holding import Batch, Holding, concat
+from ..datalog.holding import Batch, Holding, concat, in_one_partition
 from ..errors import InputError
 from ..model import KEY
 
@@ -57,7 +57,8 @@ def layered(groups: dict[str, tuple[DataFrame, DataFrame]], holding: Holding, na
     layers, step = [ready], 0
     while waiting.count:  # one job a layer
         step += 1
-        released = (inside.frame.join(ready.frame.select("group", F.col("id").alias("waits")), ["group", "waits"])
+        reached = inside.frame.join(ready.frame.select("group", F.col("id").alias("waits")), ["group", "waits"])
+        released = (in_one_partition(reached, waiting.local)
                     .groupBy("group", "id").agg(F.count(F.lit(1)).alias("released")))
         updated = (waiting.frame.join(released, ["group", "id"], "left")
                    .select("group", "id", (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing")))
