@@ -246,7 +246,7 @@ class _Run:
                           "forced": interned_forced(forced, names), "old_clusters": interned_clusters(old.indexes, names)})
         interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered["names"], held["forced"],
                              held["old_clusters"])
-        over_rows = all(b.local for b in held.values())  # then a round is worth trying to hold as rows
+        over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows
         base = {n: Batch(f, None, over_rows=over_rows) for n, f in interned_.relations(settings.dialect.clusters).items()}
         self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
                                  **self.plan.static_requests({n: base[n] for n in settings.plan_checked.base

@@ -162,9 +162,8 @@ class Program:
         for plans in self.plans:
             for plan in plans:
                 if plan.hoisted and plan.static_relations() <= set(base):
-                    sources = {i: base[plan.rule.body[i].relation].frame for i in plan.static}
-                    part = static_part(plan, sources, all(base[plan.rule.body[i].relation].small for i in plan.static))
-                    wanted[self.name("static", plan.index, plan.delta)] = Hold(part, plan.keys)
+                    wanted[self.name("static", plan.index, plan.delta)] = static_hold(
+                        plan, {i: base[plan.rule.body[i].relation] for i in plan.static})
         return wanted
 
     def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
@@ -174,6 +173,13 @@ class Program:
         so far (``static_requests``); the others are held as their stratum starts (one job, then
         ``on_static(stratum)``)."""
         return _Evaluation(self, base, static or {}, on_static).run(on_round)
+
+
+def static_hold(plan: RulePlan, sources: dict[int, Batch]) -> Hold:
+    """A recursive rule's static part, to be held partitioned on its keys; joined in one partition when every
+    atom it reads is rows (or a view of them)."""
+    frame = static_part(plan, {i: b.frame for i, b in sources.items()}, all(b.small for b in sources.values()))
+    return Hold(frame, plan.keys)
 
 
 class _Evaluation:
@@ -300,9 +306,8 @@ class _Evaluation:
             elif any(self.empty(plan.rule.body[i].relation) for i in plan.static if not plan.rule.body[i].negated):
                 static[(plan.index, plan.delta)] = local_batch(self.spark, [], T.StructType([]))  # joins nothing
             else:
-                sources = {i: self.full(plan.rule.body[i].relation).frame for i in plan.static}
-                one_partition = all(self.full(plan.rule.body[i].relation).small for i in plan.static)
-                missing[(plan.index, plan.delta)] = Hold(static_part(plan, sources, one_partition), plan.keys)
+                missing[(plan.index, plan.delta)] = static_hold(
+                    plan, {i: self.full(plan.rule.body[i].relation) for i in plan.static})
         if missing:
             small = all(b.small for b in self.relations.values())
             held = self.holding.hold_all({f"{i}:{d}": h for (i, d), h in missing.items()}, try_local=small)
