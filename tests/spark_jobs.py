@@ -12,3 +12,9 @@ def stages_of_jobs(spark, first: int, end: int) -> list[int]:
     """The number of stages of each job with an id in ``first..end-1`` (jobs still kept by the status tracker)."""
     tracker = spark.sparkContext.statusTracker()
     return [len(tracker.getJobInfo(job).stageIds) for job in range(first, end)]
+
+
+def descriptions_of_jobs(spark, first: int, end: int) -> list[str | None]:
+    """The description of each job with an id in ``first..end-1`` (what the Spark UI lists it by)."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    return [store.job(job).description().getOrElse(None) for job in range(first, end)]

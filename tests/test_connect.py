@@ -39,8 +39,8 @@ def test_the_package_uses_nothing_spark_connect_lacks():
     """Spark Connect has no SparkContext, RDDs or JVM handles: the package must not reach for them."""
     lacking = ("sparkContext", ".rdd", "_jvm", "_jsc", "_jdf", "_jsparkSession")
     # jvm_names: called by build_session for a JVM it started, never for Connect; size_estimate: returns a
-    # Connect frame as it is
-    classic_only = {"jvm_names.py", "size_estimate.py"}
+    # Connect frame as it is; job_names: gives no names to a Connect session
+    classic_only = {"jvm_names.py", "size_estimate.py", "job_names.py"}
     found = [f"{path.relative_to(PROJECT_ROOT)}: {word}" for path in (PROJECT_ROOT / "src" / "dirtiness").rglob("*.py")
              for word in lacking if word in path.read_text() and path.name not in classic_only]
     assert found == []

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 import yaml
 from cli_output import error_lines
+from spark_jobs import descriptions_of_jobs, jobs_started
 from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness import session
@@ -211,9 +212,19 @@ def test_a_failure_while_computing_writes_only_the_failed_row(spark, tmp_path):
     out = str(tmp_path / "out")
     settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=out, run_id="broken"), load_config())
     seen = []
+    context = spark.sparkContext
+    context.setJobDescription("the caller's")
+    first = jobs_started(spark)
     with pytest.raises(RuntimeError, match="injected failure at plan"):
         run(spark, settings, Hooks(on_stage=fail_at("plan", seen)))
     assert seen == ["load", "sql", "facts", "fixpoint", "plan"]
+    # its Spark jobs are named by the stage that ran them; the thread's own names are back afterwards
+    names = descriptions_of_jobs(spark, first, jobs_started(spark))
+    assert {"dirtiness broken: facts", "dirtiness broken: fixpoint"} <= set(names) <= \
+        {f"dirtiness broken: {stage}" for stage in seen}, names
+    assert (context.getLocalProperty("spark.job.description"), context.getLocalProperty("callSite.long")) == \
+        ("the caller's", None)
+    context.setJobDescription(None)
     assert sorted(os.listdir(out)) == ["runs"]
     [row] = pl.read_delta(os.path.join(out, "runs")).to_dicts()
     assert (row["status"], row["message"]) == ("failed", "injected failure at plan")

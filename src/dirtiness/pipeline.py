@@ -67,6 +67,7 @@ from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
 from .plan.steps import layered
+from .job_names import job_names
 from .session import session_settings
 from .settings import RunSettings
 
@@ -126,10 +127,10 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     destructive guard) has computed nothing anybody can see.
     """
     hooks = hooks or Hooks()
-    clock = Stages(hooks.on_stage)
-    result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
-                       seconds=clock.seconds)
-    with session_settings(spark, settings.compute_conf):
+    with session_settings(spark, settings.compute_conf), job_names(spark) as name_jobs:
+        clock = Stages(hooks.on_stage, stage_names(settings, name_jobs))
+        result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
+                           seconds=clock.seconds)
         with clock("load"):
             loaded = load_snapshots(spark, settings.inputs)
         result.objects = loaded.objects
@@ -140,6 +141,11 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
         with session_settings(spark, conf):
             _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
     return result
+
+
+def stage_names(settings: RunSettings, name_jobs: Callable[[str], None]) -> Callable[[str], None]:
+    """What Spark calls the jobs of a stage (``session.job_names``): the run and the stage."""
+    return lambda stage: name_jobs(f"dirtiness {settings.run_id}: {stage}")
 
 
 class _Run:
@@ -398,11 +404,14 @@ def _absent_forced_schemas(spark: SparkSession, new: Snapshot, forced: list[tupl
 class Stages:
     """Wall-clock seconds per named stage: ``with clock("load"): ...``."""
 
-    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
+    def __init__(self, on_stage: Callable[[str], None] | None = None,
+                 name_jobs: Callable[[str], None] | None = None) -> None:
         self.seconds: dict[str, float] = {}
-        self.on_stage = on_stage
+        self.on_stage, self.name_jobs = on_stage, name_jobs
 
     def enter(self, name: str) -> None:
+        if self.name_jobs:
+            self.name_jobs(name)
         if self.on_stage:
             self.on_stage(name)
 

@@ -15,7 +15,8 @@ import os
 
 from .errors import PolicyError, PublishError, first_line
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
-from .pipeline import Hooks, RunResult, Stages
+from .pipeline import Hooks, RunResult, Stages, stage_names
+from .job_names import job_names
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
 from .store.run_log import (
@@ -39,8 +40,12 @@ log = logging.getLogger("dirtiness")
 
 def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
     """Write a computed run's tables, its records and, last, its ``runs`` row; returns the summary."""
+    with job_names(store.spark) as name_jobs:
+        return _publish(result, store, Stages((hooks or Hooks()).on_stage, stage_names(result.settings, name_jobs)))
+
+
+def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
     settings, run_id = result.settings, result.settings.run_id
-    clock = Stages((hooks or Hooks()).on_stage)
 
     def write(table: str, rows) -> int:
         clock.enter(f"write:{table}")
