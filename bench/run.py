@@ -131,7 +131,7 @@ def main() -> None:
                             and summary["rounds"] == golden["rounds"])
     if not args.no_floor:
         facts = DeltaStore(spark, out)
-        with session_settings(spark, {**settings.compute_conf, **settings.small_catalog_settings(summary["objects"])}):
+        with session_settings(spark, settings.computed_with(summary["objects"])):
             # under the session settings the run computed with
             floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id))
         report["floor_rounds"] = floor

@@ -17,9 +17,11 @@ import pytest
 from dirtiness.datalog.engine import Program, tuple_schema
 from dirtiness.datalog.holding import Batch, Holding, local_batch
 from dirtiness.session import session_settings, spark_settings
+from dirtiness.settings import RunParams, resolve
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, is_wildcard, parse_program
 from spark_jobs import jobs_started, stages_of_jobs
+from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
 
 BASE = {"E": 2, "P": 2, "N": 1, "M": 1}
 VARIABLES = "XYZ"
@@ -162,29 +164,34 @@ def test_a_round_whose_rules_all_join_an_empty_relation_is_counted_and_runs_no_j
         {r: set(naive[r]) for r in "ABCD"}
 
 
-def test_a_round_over_rows_is_one_job_of_one_stage(spark, config):
-    """Base relations that are views of rows held on the driver (as a small catalog's are: projections and
-    joins of its interned tables) are joined in their one partition: every round is held as rows by one job
-    that shuffles nothing (one stage), its static part too, and the tuples are the naive evaluator's."""
+@pytest.mark.parametrize("local_rows", [10_000, 0])
+def test_a_round_in_one_partition_is_one_job_of_one_stage(spark, config, local_rows):
+    """Base relations that are views of what a small catalog holds (projections of its interned tables: rows
+    on the driver, or blocks in the one partition of ``small_catalog_conf``) are joined where they are: every
+    round is held by one job that shuffles nothing (one stage), its static part too, and the tuples are the
+    naive evaluator's."""
     program = "T(X, Y) :- E(X, Y)\nT(X, Z) :- T(X, Y), E(Y, Z), N(Z)\nS(X) :- T(X, X), NOT M(X)"
     checked = check_program(parse_program(program, "rows.dl"), {"E": ("node", "node"), "N": ("node",),
                                                                  "M": ("node",)})
     facts = {"E": {(i, i + 1) for i in range(6)} | {(6, 0), (2, 9)}, "N": {(i,) for i in range(10)}, "M": {(3,)}}
-    local_conf = {**config["spark"]["compute_conf"], **config["spark"]["local_catalog_conf"]}
-    with session_settings(spark, spark_settings(local_conf)):
-        base = {name: Batch(local_batch(spark, sorted(rows), tuple_schema(len(next(iter(rows))))).frame.select("*"),
-                            None, over_rows=True) for name, rows in facts.items()}
-        program = Program(checked, Holding(10_000))
+    settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused"), config)
+    with session_settings(spark, settings.computed_with(local_rows or settings.holding.local_rows + 1)):
+        holding = Holding(local_rows)
+        rows = {name: local_batch(spark, sorted(r), tuple_schema(len(next(iter(r))))) for name, r in facts.items()}
+        held = holding.hold_all({name: b.frame for name, b in rows.items()}, try_local=False) if not local_rows \
+            else rows
+        base = {name: Batch(b.frame.select("*"), None, over_rows=b.local) for name, b in held.items()}
+        program = Program(checked, holding)
         before = jobs_started(spark)
-        static = program.holding.hold_all(program.static_requests(base))
-        held = jobs_started(spark)
+        static = program.holding.hold_all(program.static_requests(base), try_local=bool(local_rows))
+        after_static = jobs_started(spark)
         rounds = []
         evaluation = program.evaluate(base, static, on_round=lambda entry: rounds.append(jobs_started(spark)))
         naive, expected_rounds = evaluate_naive(checked, facts)
         got = {r: {tuple(row[:len(checked.derived[r])]) for row in evaluation.relations[r].collect()} for r in "TS"}
 
-    assert stages_of_jobs(spark, before, held) == [1]  # the static part: one job, one stage
-    ends = [held, *rounds]
+    assert stages_of_jobs(spark, before, after_static) == [1]  # the static part: one job, one stage
+    ends = [after_static, *rounds]
     assert len(rounds) == expected_rounds > 5
     assert [stages_of_jobs(spark, start, end) for start, end in zip(ends, ends[1:])] == [[1]] * len(rounds)
     assert got == {r: set(naive[r]) for r in "TS"}

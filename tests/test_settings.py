@@ -28,9 +28,13 @@ def test_defaults_come_from_the_configuration_file():
     local = {**settings.small_catalog_conf, **settings.local_catalog_conf}
     assert settings.small_catalog_settings(settings.holding.local_rows) == local  # held as rows: interpreted
     assert settings.small_catalog_settings(settings.holding.local_rows + 1) == settings.small_catalog_conf
-    assert settings.local_catalog_conf == {  # interpreted, and a query over rows alone kept in one partition
-        "spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.maxSinglePartitionBytes": "9223372036854775807b",
+    assert settings.small_catalog_conf == {  # one partition, and a query over held frames alone kept in it
+        "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.maxSinglePartitionBytes": "9223372036854775807b", "spark.sql.defaultSizeInBytes": "1",
         "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAntiJoin"}
+    assert settings.local_catalog_conf == {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}  # interpreted
+    assert settings.computed_with(settings.holding.local_rows) == {**settings.compute_conf, **local}
+    assert settings.computed_with(settings.small_catalog_objects + 1) == settings.compute_conf
     assert settings.compute_conf["spark.sql.adaptive.enabled"] == "false"  # one job a round
     assert settings.compute_conf["spark.sql.autoBroadcastJoinThreshold"] == "-1"
     assert settings.plan_checked.path.endswith("plan_blue_green.dl")

@@ -18,8 +18,8 @@ plan       one job a round of the strategy's rules, one a dependency layer,
 
 A small catalog holds everything as local relations (rows on the driver,
 at most ``local_rows`` at a time), a large one as checkpointed blocks; the
-session computes with ``spark.compute_conf`` (and ``small_catalog_conf``)
-and gets its own settings back afterwards.
+session computes (and ``publish`` writes) with ``spark.compute_conf`` (and
+``small_catalog_conf``) and gets its own settings back afterwards.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
+from .job_names import job_names
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, facts_table
 from .plan import planner
 from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
@@ -67,7 +68,6 @@ from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
 from .plan.statements import render
 from .plan.steps import layered
-from .job_names import job_names
 from .session import session_settings
 from .settings import RunSettings
 

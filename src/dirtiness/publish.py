@@ -14,9 +14,10 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
+from .job_names import job_names
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
 from .pipeline import Hooks, RunResult, Stages, stage_names
-from .job_names import job_names
+from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
 from .store.run_log import (
@@ -40,7 +41,8 @@ log = logging.getLogger("dirtiness")
 
 def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
     """Write a computed run's tables, its records and, last, its ``runs`` row; returns the summary."""
-    with job_names(store.spark) as name_jobs:
+    computed_with = result.settings.computed_with(result.objects)  # the tables are views of what it held
+    with session_settings(store.spark, computed_with), job_names(store.spark) as name_jobs:
         return _publish(result, store, Stages((hooks or Hooks()).on_stage, stage_names(result.settings, name_jobs)))
 
 

@@ -76,9 +76,9 @@ class RunSettings:
     external_databases: tuple[str, ...]
     interning_buckets: int
     holding: Holding                      # local_rows, lazy_checkpoints: how a run holds what it computes
-    compute_conf: dict[str, str]          # the session's settings while a run computes
+    compute_conf: dict[str, str]          # the session's settings while a run computes and writes
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
-    small_catalog_conf: dict[str, str]    # the session's settings on that path, while compute runs
+    small_catalog_conf: dict[str, str]    # the session's settings on that path, while it computes and writes
     local_catalog_conf: dict[str, str]    # and on top of them, for a catalog held as rows (local_rows)
     deploy_suffix: str                    # the template, filled from the run id by the planner
     delta_backend: str
@@ -102,6 +102,11 @@ class RunSettings:
         if not self.small_catalog(objects):
             return {}
         return {**self.small_catalog_conf, **(self.local_catalog_conf if self.held_as_rows(objects) else {})}
+
+    def computed_with(self, objects: int) -> dict[str, str]:
+        """Every session setting a run over a catalog of this many objects computes with: what reads its held
+        frames (its writes, the benchmark's floor) runs with them too."""
+        return {**self.compute_conf, **self.small_catalog_settings(objects)}
 
     def dirty_relation(self, table: str) -> str:
         """The derived relation the configuration writes to ``table`` (``dirty_stmts``: ``DirtyStmt``)."""

@@ -117,10 +117,10 @@ class Known:
         if older.local and newer.local:
             return local_batch(older.spark, older.rows + newer.rows, older.schema)
         union = older.frame.unionByName(newer.frame)
-        if older.local or newer.local:  # rows have no partitioning: give the union the aggregation's
-            union = union.repartition(self.holding.partitions, *self.keys)
+        if (older.local or newer.local) and not self.holding.single:  # rows have no partitioning: give the union
+            union = union.repartition(self.holding.partitions, *self.keys)  # the aggregation's
         # filled by the next round's job, which reads it: merging costs no job of its own
-        return Batch(self.holding.checkpoint(union.sortWithinPartitions(*self.keys)), older.count + newer.count)
+        return Batch(self.holding.checkpoint(union, self.keys), older.count + newer.count)
 
 
 @dataclass
@@ -163,7 +163,7 @@ class Program:
             for plan in plans:
                 if plan.hoisted and plan.static_relations() <= set(base):
                     wanted[self.name("static", plan.index, plan.delta)] = static_hold(
-                        plan, {i: base[plan.rule.body[i].relation] for i in plan.static})
+                        plan, {i: base[plan.rule.body[i].relation] for i in plan.static}, self.holding)
         return wanted
 
     def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
@@ -175,11 +175,11 @@ class Program:
         return _Evaluation(self, base, static or {}, on_static).run(on_round)
 
 
-def static_hold(plan: RulePlan, sources: dict[int, Batch]) -> Hold:
+def static_hold(plan: RulePlan, sources: dict[int, Batch], holding: Holding) -> Hold:
     """A recursive rule's static part, to be held partitioned on its keys; joined in one partition when every
-    atom it reads is rows (or a view of them)."""
-    frame = static_part(plan, {i: b.frame for i, b in sources.items()}, all(b.small for b in sources.values()))
-    return Hold(frame, plan.keys)
+    atom it reads is rows (or a view of them), or all that is held is in one (``Holding.single``)."""
+    one_partition = holding.single or all(b.small for b in sources.values())
+    return Hold(static_part(plan, {i: b.frame for i, b in sources.items()}, one_partition), plan.keys)
 
 
 class _Evaluation:
@@ -264,7 +264,8 @@ class _Evaluation:
                     sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame
                                                             for i in plan.late}}
                 found.append(candidates(plan, sources, static[(plan.index, plan.delta)].frame if plan.hoisted else None,
-                                        self.program.width, self.program.cause_width, one_partition=small))
+                                        self.program.width, self.program.cause_width,
+                                        one_partition=small or self.holding.single))
             first = False
             if not due:  # nothing can fire: the stratum is complete without another round
                 break
@@ -272,7 +273,7 @@ class _Evaluation:
                 self.log_round(stratum_no, stratum, {}, started, on_round)
                 break
             round_no = len(self.rounds) + 1
-            new = self.new_tuples(found, known, round_no, small)
+            new = self.new_tuples(found, known, round_no, small or self.holding.single)
             held, counts = self.hold_round(new, stratum, small)
             small = held.local
             for name in stratum:
@@ -307,7 +308,7 @@ class _Evaluation:
                 static[(plan.index, plan.delta)] = local_batch(self.spark, [], T.StructType([]))  # joins nothing
             else:
                 missing[(plan.index, plan.delta)] = static_hold(
-                    plan, {i: self.full(plan.rule.body[i].relation) for i in plan.static})
+                    plan, {i: self.full(plan.rule.body[i].relation) for i in plan.static}, self.holding)
         if missing:
             small = all(b.small for b in self.relations.values())
             held = self.holding.hold_all({f"{i}:{d}": h for (i, d), h in missing.items()}, try_local=small)
@@ -316,11 +317,11 @@ class _Evaluation:
                 self.on_static(stratum_no)
         return static
 
-    def new_tuples(self, found: list[DataFrame], known: Known, round_no: int, small: bool) -> DataFrame:
-        """One derivation per tuple not known before: the lowest rule index, then the lowest cause. ``small``:
-        the candidates are joins of rows, aggregated in their one partition."""
+    def new_tuples(self, found: list[DataFrame], known: Known, round_no: int, one_partition: bool) -> DataFrame:
+        """One derivation per tuple not known before: the lowest rule index, then the lowest cause.
+        ``one_partition``: the candidates are joins in one partition, aggregated there."""
         causes = ["rule", "cause_rel", *tuple_columns(self.program.cause_width, "k")]
-        picked = (in_one_partition(reduce(DataFrame.unionByName, found), small).groupBy(*self.keys)
+        picked = (in_one_partition(reduce(DataFrame.unionByName, found), one_partition).groupBy(*self.keys)
                   .agg(F.min(F.struct(*causes)).alias("p")).select(*self.keys, "p.*"))
         return known.subtract_from(picked).withColumn("round", F.lit(round_no))
 
@@ -336,7 +337,7 @@ class _Evaluation:
                 for row in rows:
                     counts[row[RELATION]] = counts.get(row[RELATION], 0) + 1
                 return batch, counts
-        held = holding.checkpoint(new.sortWithinPartitions(*self.keys))
+        held = holding.checkpoint(new, self.keys)
         counts = {r[RELATION]: r["count"] for r in held.groupBy(RELATION).count().collect()}
         return Batch(held, sum(counts.values())), counts
 

@@ -117,12 +117,12 @@ def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) ->
     return spark.createDataFrame(arrow_table(rows, schema), schema).coalesce(1)
 
 
-def in_one_partition(frame: DataFrame, over_rows: bool) -> DataFrame:
-    """A join of frames of rows (``local_frame``, one partition each) said to be in one partition, as it is.
-    Spark reports an inner join's output as partitioned like each of its inputs, not as one partition, and
-    shuffles it again for the next join or aggregation; said so, a query over rows alone runs as one stage
-    (with ``spark.sql.maxSinglePartitionBytes`` unbounded, ``spark.local_catalog_conf``)."""
-    return frame.coalesce(1) if over_rows else frame
+def in_one_partition(frame: DataFrame, one_partition: bool) -> DataFrame:
+    """A join of frames in one partition each (rows, ``local_frame``, or blocks ``Holding.single`` held by keys)
+    said to be in one partition, as it is. Spark reports an inner join's output as partitioned like each of
+    its inputs, not as one partition, and shuffles it again for the next join or aggregation; said so, a
+    query over such frames alone runs as one stage (``spark.small_catalog_conf`` lets Spark keep it there)."""
+    return frame.coalesce(1) if one_partition else frame
 
 
 def arrow_table(rows: list[tuple], schema: T.StructType) -> pa.Table:
@@ -197,7 +197,19 @@ class Holding:
     partitions: int = 1
     storage: str = "disk"
 
-    def checkpoint(self, frame: DataFrame) -> DataFrame:
+    @property
+    def single(self) -> bool:
+        """Every shuffle of the session ends in one partition (``spark.small_catalog_conf``): so do blocks held
+        by keys for the joins that read them, and they are said to be (as rows are, ``in_one_partition``),
+        so that a round or a step layer over them joins and aggregates where they are, in one stage. Blocks
+        held as they come keep their partitions: the stage that makes them is not pulled into one task."""
+        return self.partitions == 1
+
+    def checkpoint(self, frame: DataFrame, keys: tuple[str, ...] | list[str] = ()) -> DataFrame:
+        """``frame`` held as blocks (lazily: the action that counts it fills it); with ``keys``, sorted on them
+        within its partitions, and in one partition said to be one when ``single``."""
+        if keys:
+            frame = (frame.coalesce(1) if self.single else frame).sortWithinPartitions(*keys)
         level = STORAGE[self.storage]
         if level is None:
             held = frame.localCheckpoint(eager=not self.lazy_checkpoints)
@@ -243,9 +255,9 @@ class Holding:
         blocks = {}
         for name, request in requests.items():
             frame = request.frame
-            if request.keys:
-                frame = frame.repartition(self.partitions, *request.keys).sortWithinPartitions(*request.keys)
-            blocks[name] = self.checkpoint(frame)
+            if request.keys and not self.single:
+                frame = frame.repartition(self.partitions, *request.keys)
+            blocks[name] = self.checkpoint(frame, request.keys)
         counted = reduce(DataFrame.unionByName, [
             b.select(F.lit(name).alias(PART), (F.col(requests[name].split).cast("string") if requests[name].split
                                                else F.lit(None).cast("string")).alias("value"))

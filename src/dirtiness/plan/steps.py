@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..datalog.holding import Batch, Holding, concat, in_one_partition
+from ..datalog.holding import Batch, Hold, Holding, concat, in_one_partition
 from ..errors import InputError
 from ..model import KEY
 
@@ -49,7 +49,7 @@ def layered(groups: dict[str, tuple[DataFrame, DataFrame]], holding: Holding, na
               .join(nodes.select("group", F.col("id").alias("waits")), ["group", "waits"], "left_semi"))
     missing = inside.groupBy("group", "id").agg(F.count(F.lit(1)).alias("missing"))
     start = holding.hold_all({
-        "inside": inside,
+        "inside": Hold(inside, ("group", "waits")),  # as each layer's join reads it
         "waiting": missing,
         "ready": nodes.join(missing, ["group", "id"], "left_anti").select("group", "id", F.lit(0).alias("step")),
     }, try_local)
@@ -58,7 +58,7 @@ def layered(groups: dict[str, tuple[DataFrame, DataFrame]], holding: Holding, na
     while waiting.count:  # one job a layer
         step += 1
         reached = inside.frame.join(ready.frame.select("group", F.col("id").alias("waits")), ["group", "waits"])
-        released = (in_one_partition(reached, waiting.local)
+        released = (in_one_partition(reached, waiting.local or holding.single)
                     .groupBy("group", "id").agg(F.count(F.lit(1)).alias("released")))
         updated = (waiting.frame.join(released, ["group", "id"], "left")
                    .select("group", "id", (F.col("missing") - F.coalesce("released", F.lit(0))).alias("missing")))
