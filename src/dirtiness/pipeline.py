@@ -144,7 +144,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
 
 
 def stage_names(settings: RunSettings, name_jobs: Callable[[str], None]) -> Callable[[str], None]:
-    """What Spark calls the jobs of a stage (``session.job_names``): the run and the stage."""
+    """What Spark calls the jobs of a stage (``job_names``): the run and the stage."""
     return lambda stage: name_jobs(f"dirtiness {settings.run_id}: {stage}")
 
 
