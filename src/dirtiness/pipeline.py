@@ -29,7 +29,7 @@ import datetime as dt
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -127,8 +127,7 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     destructive guard) has computed nothing anybody can see.
     """
     hooks = hooks or Hooks()
-    with session_settings(spark, settings.compute_conf), job_names(spark) as name_jobs:
-        clock = Stages(hooks.on_stage, stage_names(settings, name_jobs))
+    with session_settings(spark, settings.compute_conf), named_stages(spark, settings, hooks.on_stage) as clock:
         result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
                            seconds=clock.seconds)
         with clock("load"):
@@ -143,9 +142,12 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
     return result
 
 
-def stage_names(settings: RunSettings, name_jobs: Callable[[str], None]) -> Callable[[str], None]:
-    """What Spark calls the jobs of a stage (``job_names``): the run and the stage."""
-    return lambda stage: name_jobs(f"dirtiness {settings.run_id}: {stage}")
+@contextlib.contextmanager
+def named_stages(spark: SparkSession, settings: RunSettings,
+                 on_stage: Callable[[str], None] | None) -> Iterator["Stages"]:
+    """A run's stage clock, its Spark jobs named by the run and the stage (``job_names``)."""
+    with job_names(spark) as name_jobs:
+        yield Stages(on_stage, lambda stage: name_jobs(f"dirtiness {settings.run_id}: {stage}"))
 
 
 class _Run:

@@ -14,9 +14,8 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
-from .job_names import job_names
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
-from .pipeline import Hooks, RunResult, Stages, stage_names
+from .pipeline import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
@@ -42,8 +41,9 @@ log = logging.getLogger("dirtiness")
 def publish(result: RunResult, store: DeltaStore, hooks: Hooks | None = None) -> dict:
     """Write a computed run's tables, its records and, last, its ``runs`` row; returns the summary."""
     computed_with = result.settings.computed_with(result.objects)  # the tables are views of what it held
-    with session_settings(store.spark, computed_with), job_names(store.spark) as name_jobs:
-        return _publish(result, store, Stages((hooks or Hooks()).on_stage, stage_names(result.settings, name_jobs)))
+    with session_settings(store.spark, computed_with), \
+            named_stages(store.spark, result.settings, (hooks or Hooks()).on_stage) as clock:
+        return _publish(result, store, clock)
 
 
 def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:

@@ -117,10 +117,10 @@ class Known:
         if older.local and newer.local:
             return local_batch(older.spark, older.rows + newer.rows, older.schema)
         union = older.frame.unionByName(newer.frame)
-        if (older.local or newer.local) and not self.holding.single:  # rows have no partitioning: give the union
-            union = union.repartition(self.holding.partitions, *self.keys)  # the aggregation's
-        # filled by the next round's job, which reads it: merging costs no job of its own
-        return Batch(self.holding.checkpoint(union, self.keys), older.count + newer.count)
+        # rows have no partitioning: the union gets the aggregation's. Filled by the next round's job, which
+        # reads it: merging costs no job of its own
+        held = self.holding.checkpoint(union, self.keys, partition=older.local or newer.local)
+        return Batch(held, older.count + newer.count)
 
 
 @dataclass
@@ -246,6 +246,7 @@ class _Evaluation:
         while True:
             started = time.perf_counter()
             found, due = [], False  # due: some rule may fire on what the last round added (a round is run)
+            one_partition = small or self.holding.single  # what the round reads is in one partition
             for plan in plans:
                 rule = plan.rule
                 if plan.delta is None:
@@ -264,8 +265,7 @@ class _Evaluation:
                     sources = {plan.delta: recent.frame, **{i: self.full(rule.body[i].relation).frame
                                                             for i in plan.late}}
                 found.append(candidates(plan, sources, static[(plan.index, plan.delta)].frame if plan.hoisted else None,
-                                        self.program.width, self.program.cause_width,
-                                        one_partition=small or self.holding.single))
+                                        self.program.width, self.program.cause_width, one_partition))
             first = False
             if not due:  # nothing can fire: the stratum is complete without another round
                 break
@@ -273,7 +273,7 @@ class _Evaluation:
                 self.log_round(stratum_no, stratum, {}, started, on_round)
                 break
             round_no = len(self.rounds) + 1
-            new = self.new_tuples(found, known, round_no, small or self.holding.single)
+            new = self.new_tuples(found, known, round_no, one_partition)
             held, counts = self.hold_round(new, stratum, small)
             small = held.local
             for name in stratum:

@@ -205,11 +205,16 @@ class Holding:
         held as they come keep their partitions: the stage that makes them is not pulled into one task."""
         return self.partitions == 1
 
-    def checkpoint(self, frame: DataFrame, keys: tuple[str, ...] | list[str] = ()) -> DataFrame:
+    def checkpoint(self, frame: DataFrame, keys: tuple[str, ...] | list[str] = (), partition: bool = False) -> DataFrame:
         """``frame`` held as blocks (lazily: the action that counts it fills it); with ``keys``, sorted on them
-        within its partitions, and in one partition said to be one when ``single``."""
+        within its partitions: in one partition said to be one when ``single``, else hash-partitioned on them
+        first when ``partition`` (as the session's aggregations and joins on them are)."""
         if keys:
-            frame = (frame.coalesce(1) if self.single else frame).sortWithinPartitions(*keys)
+            if self.single:
+                frame = frame.coalesce(1)
+            elif partition:
+                frame = frame.repartition(self.partitions, *keys)
+            frame = frame.sortWithinPartitions(*keys)
         level = STORAGE[self.storage]
         if level is None:
             held = frame.localCheckpoint(eager=not self.lazy_checkpoints)
@@ -254,10 +259,7 @@ class Holding:
     def _as_blocks(self, requests: dict[str, Hold]) -> dict[str, Batch]:
         blocks = {}
         for name, request in requests.items():
-            frame = request.frame
-            if request.keys and not self.single:
-                frame = frame.repartition(self.partitions, *request.keys)
-            blocks[name] = self.checkpoint(frame, request.keys)
+            blocks[name] = self.checkpoint(request.frame, request.keys, partition=True)
         counted = reduce(DataFrame.unionByName, [
             b.select(F.lit(name).alias(PART), (F.col(requests[name].split).cast("string") if requests[name].split
                                                else F.lit(None).cast("string")).alias("value"))
