@@ -71,8 +71,11 @@ OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browse
 # took 364 and 368 s with both tiers, 299 and 306 s with the quick one (the whole suite 18.4 -> 15.4 min).
 # Not for the job: alone in one process, a second run of the same 40 scenarios took 52 s with both tiers
 # and 101 s with the quick one. The code cache is enlarged: the quick tier's default (48 MB) filled up
-# and the JVM then stopped compiling at all.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+# and the JVM then stopped compiling at all. The throughput collector, not G1: its pauses cost the workers
+# less CPU than G1's concurrent threads (measured on 2026-11-27: two runs of 40 random scenarios in one
+# session, alternated, 105.7 and 107.9 s against 111.1 and 110.8 s with G1; the modules that compute in
+# the workers' sessions took 7-13% less time in a whole suite).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC"
 
 
 def pytest_configure(config):
