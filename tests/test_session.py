@@ -39,3 +39,16 @@ def test_static_fields_are_read_each_time_and_results_are_unchanged(spark):
     assert jvm.System.currentTimeMillis() >= first  # a static method, kept, still called each time
     assert jvm.System is jvm.System  # the class was kept ...
     assert _round_trips(spark, lambda: jvm.Integer.MAX_VALUE) >= 1  # ... a field's value never is
+
+
+def test_the_driver_collects_with_the_throughput_collector_unless_the_environment_chose_one():
+    from dirtiness.config import load_config
+    from dirtiness.session import driver_java_options
+
+    ours = load_config()["spark"]["conf"]["spark.driver.extraJavaOptions"]
+    assert ours == "-XX:+UseParallelGC"
+    assert driver_java_options(ours, {}) == ours
+    assert driver_java_options(ours, {"JAVA_TOOL_OPTIONS": "-Xss4m"}) == ours
+    # the JVM refuses two collectors: the environment's wins, the rest of ours stays
+    assert driver_java_options(f"-Dx=1 {ours} -Dy=2", {"JAVA_TOOL_OPTIONS": "-XX:+UseG1GC"}) == "-Dx=1 -Dy=2"
+    assert driver_java_options(ours, {"JDK_JAVA_OPTIONS": "-XX:+UseZGC -Xmx2g"}) == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 from typing import Iterator
@@ -36,6 +37,9 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
     settings = spark_settings(spark_conf.get("conf"))
+    if "spark.driver.extraJavaOptions" in settings:
+        settings["spark.driver.extraJavaOptions"] = driver_java_options(settings["spark.driver.extraJavaOptions"],
+                                                                        os.environ)
     if spark_conf.get("log4j_config"):  # only a JVM started here reads it; spark-submit users pass their own
         path = os.path.join(CONF, spark_conf["log4j_config"])
         options = settings.get("spark.driver.extraJavaOptions", "")
@@ -48,6 +52,18 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     spark = builder.getOrCreate()
     resolve_names_once(spark)
     return spark
+
+
+GARBAGE_COLLECTOR = re.compile(r"-XX:\+Use\w+GC\b")
+
+
+def driver_java_options(options: str, environ) -> str:
+    """The driver JVM's options, less a garbage collector when the environment's JVM options already choose
+    one: the JVM refuses to start with two."""
+    chosen = " ".join(environ.get(name, "") for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"))
+    if not GARBAGE_COLLECTOR.search(chosen):
+        return options
+    return " ".join(GARBAGE_COLLECTOR.sub("", options).split())
 
 
 def connect_session(remote: str, spark_conf: dict) -> SparkSession:
