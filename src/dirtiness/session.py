@@ -37,13 +37,12 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
     settings = spark_settings(spark_conf.get("conf"))
-    if "spark.driver.extraJavaOptions" in settings:
-        settings["spark.driver.extraJavaOptions"] = driver_java_options(settings["spark.driver.extraJavaOptions"],
-                                                                        os.environ)
-    if spark_conf.get("log4j_config"):  # only a JVM started here reads it; spark-submit users pass their own
-        path = os.path.join(CONF, spark_conf["log4j_config"])
-        options = settings.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
+    # only a JVM started here reads these; spark-submit users pass their own
+    options = driver_java_options(settings.get("spark.driver.extraJavaOptions", ""), os.environ)
+    if spark_conf.get("log4j_config"):
+        options = f"{options} -Dlog4j2.configurationFile=file:{os.path.join(CONF, spark_conf['log4j_config'])}"
+    if options.strip():
+        settings["spark.driver.extraJavaOptions"] = options.strip()
     # Python workers (the SQL parser runs in them) use this interpreter and its packages, unless told otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
