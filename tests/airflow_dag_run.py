@@ -1,25 +1,51 @@
-"""Run by the Airflow environment's Python: one DAG run, as `airflow dags test` makes it, with the run's
-time pinned, so that running it again reuses the DAG run's id. Writes what happened as JSON.
+"""Run by the Airflow environment's Python, one process per call (Airflow takes seconds to import):
 
     python airflow_dag_run.py DAG_FILE LOGICAL_DATE RUN_AFTER RESULT.json
+        one DAG run, as `airflow dags test` makes it, with the run's time pinned, so that running it
+        again reuses the DAG run's id; writes its run id, state, task states and XComs, and then every
+        run of the DAG
+    python airflow_dag_run.py RESULT.json
+        only every run of the DAG: its run id, state and task states (what `airflow dags list-runs`
+        and `airflow tasks states-for-dag-run` print)
 """
 
 import json
 import sys
 from datetime import datetime
 
+from airflow.models.dagrun import DagRun
 from airflow.models.xcom import XComModel
-from airflow.utils.cli import get_bagged_dag
 from airflow.utils.session import create_session
 from sqlalchemy import select
 
-dag_file, logical_date, run_after, result = sys.argv[1:5]
-dag = get_bagged_dag(None, "dirtiness", dag_file)
-run = dag.test(logical_date=datetime.fromisoformat(logical_date), run_after=datetime.fromisoformat(run_after))
-with create_session() as session:
-    tasks = {ti.task_id: ti.state for ti in run.get_task_instances(session=session)}
-    xcom = {x.task_id: XComModel.deserialize_value(x) for x in session.scalars(
-        select(XComModel).where(XComModel.run_id == run.run_id, XComModel.key == "return_value"))}
-with open(result, "w") as handle:
-    json.dump({"run_id": run.run_id, "state": str(run.state), "tasks": {k: str(v) for k, v in tasks.items()},
-               "xcom": xcom}, handle, default=str)
+
+def task_states(run, session) -> dict:
+    return {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
+
+
+def every_run(session) -> list[dict]:
+    runs = session.scalars(select(DagRun).where(DagRun.dag_id == "dirtiness").order_by(DagRun.id))
+    return [{"run_id": r.run_id, "state": str(r.state), "tasks": task_states(r, session)} for r in runs]
+
+
+def one_run(dag_file: str, logical_date: str, run_after: str) -> dict:
+    from airflow.utils.cli import get_bagged_dag
+
+    dag = get_bagged_dag(None, "dirtiness", dag_file)
+    run = dag.test(logical_date=datetime.fromisoformat(logical_date), run_after=datetime.fromisoformat(run_after))
+    with create_session() as session:
+        xcom = {x.task_id: XComModel.deserialize_value(x) for x in session.scalars(
+            select(XComModel).where(XComModel.run_id == run.run_id, XComModel.key == "return_value"))}
+        return {"run_id": run.run_id, "state": str(run.state), "tasks": task_states(run, session), "xcom": xcom,
+                "runs": every_run(session)}
+
+
+if __name__ == "__main__":
+    *asked, result = sys.argv[1:]
+    if asked:
+        found = one_run(*asked)
+    else:
+        with create_session() as session:
+            found = {"runs": every_run(session)}
+    with open(result, "w") as handle:
+        json.dump(found, handle, default=str)

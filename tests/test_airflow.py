@@ -4,7 +4,9 @@
 One DAG run computes and hands its plan on; the same DAG run again (same run id) leaves one
 succeeded DAG run and one succeeded job run; `airflow dags test` with a new run id finds nothing
 new and skips the task that reads the plan. Only the first spark-submits: the check before it
-finds the other two unchanged without a JVM.
+finds the other two unchanged without a JVM. The DAG's runs and their task states are read from
+Airflow's database by tests/airflow_dag_run.py, in the process that made the run where there is one:
+each Airflow process takes seconds to start.
 """
 
 import json
@@ -54,14 +56,17 @@ def airflow(tmp_path_factory):
 
 
 def dag_run(airflow, name: str) -> dict:
+    """One DAG run (its id, state, task states, XComs), then every run of the DAG (``runs``)."""
     result = airflow.home / f"{name}.json"
     output = airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, RUN_AFTER, str(result))
     return {**json.loads(result.read_text()), "output": output[-4000:]}  # the tasks' logs, for a failure's message
 
 
 def dag_runs(airflow) -> list[dict]:
-    return json.loads(airflow(str(AIRFLOW_BIN / "airflow"), "dags", "list-runs", "dirtiness", "-o", "json")
-                      .strip().splitlines()[-1])
+    """Every run of the DAG: run id, state, task states."""
+    result = airflow.home / "runs.json"
+    airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(result))
+    return json.loads(result.read_text())["runs"]
 
 
 @pytest.mark.processes
@@ -80,7 +85,7 @@ def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, 
     assert (again["xcom"]["summary"]["status"], again["xcom"]["summary"]["same_as"]) == ("skipped", RUN_ID)
     assert again["tasks"]["compute"] == "skipped"  # no spark-submit: `dirtiness changed` wrote the summary
     assert again["tasks"]["read_plan"] == "success" and again["xcom"]["read_plan"] == plan  # its plan stands
-    assert [(r["run_id"], r["state"]) for r in dag_runs(airflow)] == [(RUN_ID, "success")]
+    assert [(r["run_id"], r["state"]) for r in again["runs"]] == [(RUN_ID, "success")]
     runs = pl.read_delta(str(airflow.home / "out" / "runs")).select("run_id", "status").rows()
     assert runs == [(RUN_ID, "succeeded")]
 
@@ -89,9 +94,7 @@ def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, 
     airflow(str(AIRFLOW_BIN / "airflow"), "dags", "test", "dirtiness", LOGICAL_DATE)
     [latest] = dag_runs(airflow)
     assert latest["state"] == "success" and latest["run_id"] != RUN_ID
-    states = json.loads(airflow(str(AIRFLOW_BIN / "airflow"), "tasks", "states-for-dag-run", "dirtiness",
-                                latest["run_id"], "-o", "json").strip().splitlines()[-1])
-    assert {s["task_id"]: s["state"] for s in states} == {
+    assert latest["tasks"] == {
         "check": "success", "compute": "skipped", "summary": "success", "has_plan": "success", "read_plan": "skipped"}
     skipped = json.loads((airflow.home / "out.summaries" / f"{latest['run_id']}.json").read_text())
     assert (skipped["status"], skipped["same_as"]) == ("skipped", RUN_ID)
