@@ -9,8 +9,9 @@ Chromium).
 
 ``make test`` runs two workers (``pytest -n 2 --dist loadfile
 --no-loadscope-reorder``): each has its own session; a module's tests stay in
-one worker (its module-scoped runs are computed once), and the modules with the
-slowest tier are handed out first.
+one worker (its module-scoped runs are computed once), modules that share a
+session-scoped run go to the same worker (``SHARED_RUNS``), and the modules with
+the slowest tier are handed out first.
 """
 
 import json
@@ -99,6 +100,25 @@ def pytest_collection_modifyitems(config, items):
         if tier(item):
             item.add_marker(pytest.mark.spark)
     items.sort(key=lambda item: -tier(item))  # stable: file order within a tier
+
+
+# Modules that read one session-scoped run, handed to the same worker so that it is computed once (the seed
+# scenarios: some 17 s of a worker's time).
+SHARED_RUNS = {"test_explain.py": "seeds", "test_report.py": "seeds", "test_sail.py": "seeds"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (``make test``), with the modules of ``SHARED_RUNS`` one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedRunScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return SHARED_RUNS.get(os.path.basename(module), module)
+
+    return SharedRunScheduling(config, log)
 
 
 @dataclass
