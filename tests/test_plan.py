@@ -8,9 +8,11 @@ applied to a real server in ``test_postgres.py``.)
 """
 
 import re
+from functools import reduce
 
 import pytest
 from catalogs import Scenario, changed, obj, run_scenarios
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from test_scenarios import seed_scenarios
 
@@ -19,6 +21,7 @@ from dirtiness.errors import PolicyError
 from dirtiness.plan.checks import InvariantError, plan_checks, plan_report
 from dirtiness.plan.statements import quote
 from dirtiness.plan.steps import CycleError, layered
+from dirtiness.session import session_settings
 
 HOSTILE = 'x"; DROP TABLE t; --'
 HOSTILE_SCHEMA, HOSTILE_CLUSTER, HOSTILE_INDEX = ('s"; DROP SCHEMA x; --', 'c"; DROP CLUSTER y; --',
@@ -324,30 +327,35 @@ def test_plans_are_deterministic(spark, plans):
         assert [r["seq"] for r in plans[strategy][1]] == list(range(1, len(plans[strategy][1]) + 1))
 
 
-def test_broken_plans_fail_an_invariant(batches, batch, plans):
-    plan = plans["blue-green"][0]
-
-    def fails(broken, invariant, strategy="blue-green"):
-        context = batches[strategy].result.context
-        checks, invariants = plan_checks(broken.withColumn("error", F.lit(None).cast("string")), context)
-        with pytest.raises(InvariantError, match=invariant):
-            plan_report(checks.collect(), invariants).enforce(allow_destructive=True)
+def test_broken_plans_fail_an_invariant(spark, batches, batch, plans):
+    """Each broken plan, checked by the job's own checks, fails the invariant it breaks; the checks of all of
+    them run as one Spark query (tagged by which plan they read), not one each."""
+    plan, in_place = plans["blue-green"][0], plans["in-place"][0]
     line = F.col("database") == batch.prefixes["line"] + "db"
-    fails(plan.where(~((F.col("phase") == "swap") & (F.col("object_type") == "schema") & line)),
-          "every staged schema and cluster is swapped")
-    fails(plan.withColumn("step", F.lit(0)), "every dependency between planned objects is respected")
-    fails(plan.unionByName(plan.where(F.col("object_type") == "object").limit(1)),
-          "each object appears at most once per phase")
     user = F.col("name") == "user"
-    fails(plan.where(~F.coalesce(F.col("schema") == "reports", F.lit(False))),
-          "nothing the plan removes is still read by an object that stays")
-    fails(plan.where(~((F.col("name") == "sibling") & (F.col("phase") == "stage"))),
-          "everything the plan removes that the new project keeps is created again")
-    fails(plan.where(~((F.col("object_type") == "schema") & (F.col("target_schema") == "fresh"))),
-          "every schema exists before an object is created in it")
-    in_place = plans["in-place"][0]
-    fails(in_place.where(~(user & (F.col("phase") == "teardown"))),
-          "nothing the plan removes is still read by an object that stays", "in-place")
+    broken = [  # (the broken plan, the invariant it breaks, its strategy)
+        (plan.where(~((F.col("phase") == "swap") & (F.col("object_type") == "schema") & line)),
+         "every staged schema and cluster is swapped", "blue-green"),
+        (plan.withColumn("step", F.lit(0)), "every dependency between planned objects is respected", "blue-green"),
+        (plan.unionByName(plan.where(F.col("object_type") == "object").limit(1)),
+         "each object appears at most once per phase", "blue-green"),
+        (plan.where(~F.coalesce(F.col("schema") == "reports", F.lit(False))),
+         "nothing the plan removes is still read by an object that stays", "blue-green"),
+        (plan.where(~((F.col("name") == "sibling") & (F.col("phase") == "stage"))),
+         "everything the plan removes that the new project keeps is created again", "blue-green"),
+        (plan.where(~((F.col("object_type") == "schema") & (F.col("target_schema") == "fresh"))),
+         "every schema exists before an object is created in it", "blue-green"),
+        (in_place.where(~(user & (F.col("phase") == "teardown"))),
+         "nothing the plan removes is still read by an object that stays", "in-place"),
+    ]
+    checked = [plan_checks(frame.withColumn("error", F.lit(None).cast("string")), batches[strategy].result.context)
+               for frame, _, strategy in broken]
+    with session_settings(spark, batch.result.settings.computed_with(batch.result.objects)):  # as a run checks
+        rows = reduce(DataFrame.unionByName, [checks.withColumn("broken", F.lit(i))
+                                              for i, (checks, _) in enumerate(checked)]).collect()
+    for i, ((_, invariants), (_, invariant, _)) in enumerate(zip(checked, broken)):
+        with pytest.raises(InvariantError, match=invariant):
+            plan_report([r for r in rows if r["broken"] == i], invariants).enforce(allow_destructive=True)
 
 
 # held as local rows, or as checkpointed blocks filled lazily or eagerly
