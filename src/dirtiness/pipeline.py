@@ -308,7 +308,7 @@ class _Run:
             steps=held["steps"].frame, deployed=deployed, new=planned_new,
             dependencies=new.dependencies, indexes=new.indexes, dialect=settings.dialect,
             suffix=deploy_suffix(settings.run_id, settings.deploy_suffix), verbatim_kinds=settings.sql.verbatim_kinds,
-            cluster_definitions=self._cluster_definitions())
+            cluster_definitions=self._cluster_definitions(), one_partition=self.small)
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
         plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)

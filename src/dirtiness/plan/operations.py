@@ -63,6 +63,7 @@ class Planning:
     suffix: str                      # appended to staged schema and cluster names, e.g. "_dpl3f2a1c09"
     verbatim_kinds: tuple[str, ...] = ()  # kinds whose unparseable SQL is carried as written
     cluster_definitions: DataFrame | None = None  # name, definition: the project's own (mz-deploy's clusters/)
+    one_partition: bool = False      # a small catalog's session: every query runs in one partition anyway
 
     def decided(self, relation: str, with_reason: bool = True) -> DataFrame:
         """A plan relation's tuples by name (its key columns), with their reason: a view of the decisions."""

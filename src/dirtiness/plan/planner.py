@@ -21,10 +21,12 @@ def build_plan(planning: Planning, strategy: str) -> tuple[DataFrame, DataFrame]
     (``statements.RENDER``), and what staged statements read under another schema
     (``statements.MOVED``).
 
-    ``seq`` is numbered without a single-partition window: rows are numbered
-    within their (phase, step, object type, database, schema) group in
-    parallel, and each group starts after the rows of the groups before it
-    (offsets from one small aggregation: one row per group).
+    ``seq`` orders rows by phase, step, object type, database, schema, then name, action and target
+    schema. In a small catalog's session (one partition: ``Planning.one_partition``) one window numbers
+    them. Otherwise not in a single-partition window: rows are numbered within their (phase, step, object
+    type, database, schema) group in parallel, and each group starts after the rows of the groups before
+    it (offsets from one small aggregation: one row per group). The same numbers either way; the first
+    reads the operations once, not twice.
     """
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
@@ -35,8 +37,12 @@ def build_plan(planning: Planning, strategy: str) -> tuple[DataFrame, DataFrame]
     group = ["phase_order", "step", "type_rank", "database", "schema"]
     group_order = [F.col("phase_order"), F.col("step"), F.col("type_rank"), F.col("database").asc_nulls_first(),
                    F.col("schema").asc_nulls_first()]
-    within = Window.partitionBy(*group).orderBy(F.col("name").asc_nulls_first(), "action",
-                                                 F.col("target_schema").asc_nulls_first())
+    names_order = [F.col("name").asc_nulls_first(), "action", F.col("target_schema").asc_nulls_first()]
+    if planning.one_partition:
+        numbered = plan.withColumn("seq", F.row_number().over(Window.orderBy(*group_order, *names_order)))
+        return numbered.select(*PLAN_COLUMNS.names[:4], F.col("seq").cast("int").alias("seq"),
+                               *PLAN_COLUMNS.names[4:], "error", *RENDER.names), moved
+    within = Window.partitionBy(*group).orderBy(*names_order)
     offsets = (plan.groupBy(*group).count()
                .select(*group, (F.sum("count").over(Window.orderBy(*group_order)) - F.col("count")).alias("offset")))
     numbered = plan.withColumn("n", F.row_number().over(within))
