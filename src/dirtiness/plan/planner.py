@@ -39,17 +39,16 @@ def build_plan(planning: Planning, strategy: str) -> tuple[DataFrame, DataFrame]
                    F.col("schema").asc_nulls_first()]
     names_order = [F.col("name").asc_nulls_first(), "action", F.col("target_schema").asc_nulls_first()]
     if planning.one_partition:
-        numbered = plan.withColumn("seq", F.row_number().over(Window.orderBy(*group_order, *names_order)))
-        return numbered.select(*PLAN_COLUMNS.names[:4], F.col("seq").cast("int").alias("seq"),
-                               *PLAN_COLUMNS.names[4:], "error", *RENDER.names), moved
-    within = Window.partitionBy(*group).orderBy(*names_order)
-    offsets = (plan.groupBy(*group).count()
-               .select(*group, (F.sum("count").over(Window.orderBy(*group_order)) - F.col("count")).alias("offset")))
-    numbered = plan.withColumn("n", F.row_number().over(within))
-    joined = numbered.join(offsets.select(*(F.col(c).alias(f"g_{c}") for c in group), "offset"),
-                           [F.col(c).eqNullSafe(F.col(f"g_{c}")) for c in group])
-    return joined.select(*PLAN_COLUMNS.names[:4], (F.col("offset") + F.col("n")).cast("int").alias("seq"),
-                         *PLAN_COLUMNS.names[4:], "error", *RENDER.names), moved
+        numbered = plan.select("*", F.row_number().over(Window.orderBy(*group_order, *names_order)).alias("seq"))
+    else:
+        offsets = (plan.groupBy(*group).count()
+                   .select(*(F.col(c).alias(f"g_{c}") for c in group),
+                           (F.sum("count").over(Window.orderBy(*group_order)) - F.col("count")).alias("offset")))
+        numbered = (plan.withColumn("n", F.row_number().over(Window.partitionBy(*group).orderBy(*names_order)))
+                    .join(offsets, [F.col(c).eqNullSafe(F.col(f"g_{c}")) for c in group])
+                    .withColumn("seq", F.col("offset") + F.col("n")))
+    return numbered.select(*PLAN_COLUMNS.names[:4], F.col("seq").cast("int").alias("seq"),
+                           *PLAN_COLUMNS.names[4:], "error", *RENDER.names), moved
 
 
 def plan_columns() -> list[str]:
