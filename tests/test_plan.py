@@ -8,11 +8,9 @@ applied to a real server in ``test_postgres.py``.)
 """
 
 import re
-from functools import reduce
 
 import pytest
 from catalogs import Scenario, changed, obj, run_scenarios
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from test_scenarios import seed_scenarios
 
@@ -328,8 +326,9 @@ def test_plans_are_deterministic(spark, plans):
 
 
 def test_broken_plans_fail_an_invariant(spark, batches, batch, plans):
-    """Each broken plan, checked by the job's own checks, fails the invariant it breaks; the checks of all of
-    them run as one Spark query (tagged by which plan they read), not one each."""
+    """Each broken plan, checked by the job's own checks, fails the invariant it breaks. One query per broken
+    plan, as a run checks its own (measured side by side: one query of all seven, tagged by plan, took
+    14.4-15.4 s, seven queries 12.9-13.2 s)."""
     plan, in_place = plans["blue-green"][0], plans["in-place"][0]
     line = F.col("database") == batch.prefixes["line"] + "db"
     user = F.col("name") == "user"
@@ -351,11 +350,10 @@ def test_broken_plans_fail_an_invariant(spark, batches, batch, plans):
     checked = [plan_checks(frame.withColumn("error", F.lit(None).cast("string")), batches[strategy].result.context)
                for frame, _, strategy in broken]
     with session_settings(spark, batch.result.settings.computed_with(batch.result.objects)):  # as a run checks
-        rows = reduce(DataFrame.unionByName, [checks.withColumn("broken", F.lit(i))
-                                              for i, (checks, _) in enumerate(checked)]).collect()
-    for i, ((_, invariants), (_, invariant, _)) in enumerate(zip(checked, broken)):
+        found = [checks.collect() for checks, _ in checked]
+    for rows, (_, invariants), (_, invariant, _) in zip(found, checked, broken):
         with pytest.raises(InvariantError, match=invariant):
-            plan_report([r for r in rows if r["broken"] == i], invariants).enforce(allow_destructive=True)
+            plan_report(rows, invariants).enforce(allow_destructive=True)
 
 
 # held as local rows, or as checkpointed blocks filled lazily or eagerly
