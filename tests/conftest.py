@@ -148,13 +148,16 @@ def expected() -> dict:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def release_cached_data():
-    """Each test module starts with an empty cache: one session serves the whole run."""
+def release_cached_data(request):
+    """Each test module starts with an empty cache: one session serves the whole run. A module of pure
+    tests made no Java objects, and skips the JVM's full collection (0.5-1 s)."""
     yield
     from pyspark.sql import SparkSession
 
+    used_spark = any(item.get_closest_marker("spark") for item in request.session.items
+                     if item.path == request.node.path)
     session = SparkSession.getActiveSession()
-    if session is not None:
+    if session is not None and used_spark:
         import gc
 
         session.catalog.clearCache()
