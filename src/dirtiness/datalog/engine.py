@@ -321,7 +321,8 @@ class _Evaluation:
         """One derivation per tuple not known before: the lowest rule index, then the lowest cause.
         ``one_partition``: the candidates are joins in one partition, aggregated there."""
         causes = ["rule", "cause_rel", *tuple_columns(self.program.cause_width, "k")]
-        picked = (in_one_partition(reduce(DataFrame.unionByName, found), one_partition).groupBy(*self.keys)
+        # ``compile.candidates`` selects every rule's tuples into the same columns in the same order
+        picked = (in_one_partition(reduce(DataFrame.union, found), one_partition).groupBy(*self.keys)
                   .agg(F.min(F.struct(*causes)).alias("p")).select(*self.keys, "p.*"))
         return known.subtract_from(picked).withColumn("round", F.lit(round_no))
 

@@ -391,13 +391,15 @@ def collect_problems(problems: dict[str, DataFrame], shown: int = 5,
     """``problem, n, detail, total`` rows: the first ``shown`` details of each problem (by ``order`` when a
     frame has that column, else by ``detail``) and its count, and the row count of each ``counted`` frame
     (a frame to hold with others; ``read_problems`` reads it)."""
+    # Every part below is selected into the same columns in the same order, so they are unioned by
+    # position: a union by name re-resolves its whole tree, and a plan's checks are some 30 unions.
     parts = []
     if problems:
         tagged = [frame.select(F.lit(name).alias("problem"), F.col("detail").cast("string"),
                                (F.col("order") if "order" in frame.columns else F.col("detail")).cast("string")
                                .alias("order"))
                   for name, frame in problems.items()]
-        ranked = reduce(DataFrame.unionByName, tagged).select(
+        ranked = reduce(DataFrame.union, tagged).select(
             "problem", "detail",
             F.row_number().over(Window.partitionBy("problem").orderBy("order", "detail")).alias("n"),
             F.count(F.lit(1)).over(Window.partitionBy("problem")).alias("total"))
@@ -406,7 +408,7 @@ def collect_problems(problems: dict[str, DataFrame], shown: int = 5,
         parts.append(frame.select(F.lit(name).alias("problem")).groupBy("problem").agg(
             F.lit(None).cast("int").alias("n"), F.lit(None).cast("string").alias("detail"),
             F.count(F.lit(1)).alias("total")))
-    return reduce(DataFrame.unionByName, parts)
+    return reduce(DataFrame.union, parts)
 
 
 def read_problems(rows, problems: dict[str, DataFrame], counted: dict[str, DataFrame] | None = None
