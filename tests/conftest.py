@@ -170,7 +170,7 @@ def collect_garbage(request):
     """After each Spark test, Python drops its handles to the test's Java objects: py4j releases a Java
     object only when its Python proxy is collected, and DataFrames in reference cycles wait for Python's
     cyclic collector, which a test allocating little in Python rarely triggers (measured: 3-5 GB of heap
-    still held at the end of a module, freed only later). A pure test holds none (a collection is ~30 ms)."""
+    still held at the end of a module, freed only later). A pure test holds none (a collection costs it ~100 ms)."""
     yield
     if request.node.get_closest_marker("spark"):
         import gc
