@@ -125,6 +125,11 @@ def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalo
             compared += 1
     assert compared > 100  # the random catalogs really exercise the rules
     assert _plan_program_matches(batch.result) > 100
+    if local_rows == 0:  # blocks: the decisions and the plan rows cached in columns for the run, dropped with it
+        cached = list(batch.result.cached)
+        assert len(cached) == 2 and all(frame.storageLevel.useDisk for frame in cached)
+        batch.result.release()
+        assert batch.result.cached == [] and not any(frame.storageLevel.useDisk for frame in cached)
 
 
 def _tuples(frames: dict, arity_of, *more: str) -> list:

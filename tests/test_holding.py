@@ -40,6 +40,28 @@ def test_frames_of_any_schema_are_held_by_one_job_and_split(computing, local_row
     assert [tuple(r) for r in held["other"].frame.collect()] == [(True, 1.5)]
 
 
+def test_blocks_read_in_parts_are_cached_in_columns_until_released(computing):
+    """Blocks many queries read a part at a time: a columnar cache whose scan prunes the other parts' batches,
+    with the same rows; filled by the first query, no job of its own; local rows and the server's own storage
+    unchanged."""
+    spark = computing
+    holding = Holding(0, partitions=2)
+    held = holding.hold(Hold(spark.createDataFrame(ROWS * 50, SCHEMA), split="part"), try_local=False)
+    before = jobs_started(spark)
+    cached, frame = holding.columnar(held, "part")
+    assert jobs_started(spark) == before and frame.storageLevel.useDisk and cached.counts == held.counts
+    a = cached.part("part", "a", {"value": "n"})
+    plan = a.frame._jdf.queryExecution().executedPlan().toString()
+    assert "InMemoryTableScan" in plan and "LocalTableScan" not in plan
+    assert sorted(r.value for r in a.frame.collect()) == [1] * 50 + [3] * 50 and a.count == 100
+    assert sorted(map(tuple, cached.frame.collect())) == sorted(map(tuple, held.frame.collect()))
+    frame.unpersist()
+    assert not frame.storageLevel.useDisk and not frame.storageLevel.useMemory
+    rows = local_batch(spark, ROWS, SCHEMA)
+    assert holding.columnar(rows, "part") == (rows, None)
+    assert Holding(0, storage="default").columnar(held, "part") == (held, None)
+
+
 def test_blocks_held_by_keys_are_joined_without_a_shuffle_of_them(computing):
     spark = computing
     holding = Holding(0, partitions=int(spark.conf.get("spark.sql.shuffle.partitions")))

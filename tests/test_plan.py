@@ -377,7 +377,8 @@ def test_cycle_is_an_error_naming_the_objects(spark, holding):
 
 @pytest.mark.parametrize("holding", HOLDINGS)
 def test_steps_are_the_longest_path_from_the_roots(spark, holding):
-    groups, names = _graph(spark, "abcdef", [("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x")])
+    groups, names = _graph(spark, "abcdef", [("b", "a"), ("c", "b"), ("d", "a"), ("d", "c"), ("e", "x"),
+                                             ("d", "c")])  # an edge given twice places d alike
     held = layered(groups, holding, names, try_local=bool(holding.local_rows))  # x is no node: e waits for nothing
     steps = {r["id"]: r["step"] for r in held.frame.collect()}
     assert steps == {IDS[n]: s for n, s in {"a": 0, "b": 1, "c": 2, "d": 3, "e": 0, "f": 0}.items()}

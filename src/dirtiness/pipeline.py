@@ -105,6 +105,7 @@ class RunResult:
     plan_inputs: dict[str, Batch] = field(default_factory=dict)  # its base relations, as ids (for the checks)
     small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
     objects: int = 0               # objects in both snapshots together
+    cached: list[DataFrame] = field(default_factory=list)  # columnar caches of this run (``Holding.columnar``)
 
     @property
     def phases(self) -> dict[str, int]:
@@ -116,6 +117,9 @@ class RunResult:
 
         self.evaluation = self.plan_evaluation = None
         self.plan_inputs = {}
+        for frame in self.cached:  # unlike a checkpoint, a cache stays in the session until it is dropped
+            frame.unpersist()
+        self.cached = []
         gc.collect()  # py4j frees a Java object only once its Python proxy is collected
 
 
@@ -138,7 +142,11 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
         if result.small_catalog:
             log.info("small catalog (%d objects): computed with %s", loaded.objects, conf)
         with session_settings(spark, conf):
-            _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
+            try:
+                _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
+            except BaseException:
+                result.release()
+                raise
     return result
 
 
@@ -169,6 +177,14 @@ class _Run:
 
     def hold(self, frames: dict) -> dict[str, Batch]:
         return self.holding.hold_all(frames, try_local=self.small)
+
+    def columnar(self, held: Batch, by: str) -> Batch:
+        """``held`` cached in columnar form for the many queries that read it in parts (``Holding.columnar``),
+        released with the run."""
+        batch, cached = self.holding.columnar(held, by)
+        if cached is not None:
+            self.result.cached.append(cached)
+        return batch
 
     def compute(self, old: Snapshot, new: Snapshot) -> None:
         with self.clock("sql"):
@@ -301,7 +317,7 @@ class _Run:
                           "steps": steps.frame.join(object_names(dictionary_), "id").select("group", *KEY, "step")})
         result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
                          for relation, table in settings.outputs.items()}
-        result.decisions = decision_rows(held["outputs"])
+        result.decisions = self.columnar(decision_rows(held["outputs"]), "relation")  # read a relation at a time
         planning = Planning(
             decisions=result.decisions,
             keys={r: [c for cols in column_names(d) for c in cols] for r, d in settings.plan_checked.derived.items()},
@@ -311,7 +327,8 @@ class _Run:
             cluster_definitions=self._cluster_definitions(), one_partition=self.small)
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
-        plan = render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
+        plan = self.columnar(render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds,
+                                    self.holding), "phase")  # each check reads a few columns, some one phase
         dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
         apply_managed_left = _reads_apply_managed(settings)
         decided = self.holding.hold(decided_subjects(

@@ -222,6 +222,21 @@ class Holding:
             held = frame.localCheckpoint(eager=not self.lazy_checkpoints, storageLevel=level)
         return without_size_estimate(held)
 
+    def columnar(self, held: Batch, by: str) -> tuple[Batch, DataFrame | None]:
+        """A batch of blocks that many queries read in parts, each a few columns of the rows of one ``by``
+        value: cached in Spark's columnar form, sorted by ``by`` within partitions, where the blocks are kept
+        (``storage``). A query then reads only the columns it uses and skips the column batches whose ``by``
+        range excludes its value; a checkpoint's rows are read whole, every column of every row, by each.
+        Filled by the first query that reads it (no job of its own). Returns the batch and the cached frame,
+        which the caller must release (``unpersist``: a cache outlives its run). Local rows, and blocks kept
+        where the server chooses (``storage: default``: Spark would cache Java objects in the heap), are
+        returned as they are."""
+        level = STORAGE[self.storage]
+        if held.local or held.over_rows or level is None:
+            return held, None
+        cached = held.frame.sortWithinPartitions(by).persist(level)
+        return Batch(cached, held.count, counts=held.counts), cached
+
     def hold(self, frame: DataFrame | Hold, try_local: bool = True) -> Batch:
         return self.hold_all({"_": frame}, try_local)["_"]
 

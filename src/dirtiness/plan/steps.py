@@ -42,9 +42,11 @@ def layered(groups: dict[str, tuple[DataFrame, DataFrame]], holding: Holding, na
     """
     nodes = reduce(DataFrame.unionByName, [frame.select(F.lit(group).alias("group"), F.col("c0").alias("id"))
                                            for group, (frame, _) in groups.items()]).distinct()
+    # Not deduplicated (a shuffle of every group's edges, two million each at a million objects): an edge
+    # given twice counts twice both in what a node waits for and in what releases it, so it is placed alike.
     edges = reduce(DataFrame.unionByName, [
         frame.select(F.lit(group).alias("group"), F.col("c0").alias("id"), F.col("c1").alias("waits"))
-        for group, (_, frame) in groups.items()]).distinct()
+        for group, (_, frame) in groups.items()])
     inside = (edges.join(nodes, ["group", "id"], "left_semi")
               .join(nodes.select("group", F.col("id").alias("waits")), ["group", "waits"], "left_semi"))
     missing = inside.groupBy("group", "id").agg(F.count(F.lit(1)).alias("missing"))
