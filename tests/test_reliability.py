@@ -230,6 +230,28 @@ def test_a_failure_while_computing_writes_only_the_failed_row(spark, tmp_path):
     assert (row["status"], row["message"]) == ("failed", "injected failure at plan")
 
 
+def test_a_run_that_fails_drops_the_caches_it_made(spark, tmp_path, monkeypatch):
+    """A large catalog's run caches its plan's decisions and rows in columns (``Holding.columnar``); a cache,
+    unlike a checkpoint, stays in the session until dropped, so a run that fails after making one drops it."""
+    from pyspark import StorageLevel
+
+    from dirtiness import pipeline
+
+    cache = spark.range(3).persist(StorageLevel.DISK_ONLY)
+    cache.count()
+
+    def fail_after_caching(self, old, new):
+        self.result.cached.append(cache)
+        raise RuntimeError("failed after caching")
+
+    monkeypatch.setattr(pipeline._Run, "compute", fail_after_caching)
+    settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=str(tmp_path / "out"), run_id="cached"),
+                       load_config())
+    with pytest.raises(RuntimeError, match="failed after caching"):
+        compute(settings, spark)
+    assert not cache.storageLevel.useDisk and not cache.is_cached
+
+
 def test_retry_after_a_failure_at_every_write(spark, tmp_path):
     """One computed run, published with a failure injected before each write, then published whole."""
     out = str(tmp_path / "out")
