@@ -145,7 +145,8 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
             try:
                 _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
             except BaseException:
-                result.release()
+                with contextlib.suppress(Exception):  # the run's own error is the one to report
+                    result.release()
                 raise
     return result
 
