@@ -33,8 +33,18 @@ EXAMPLE = PROJECT_ROOT / "examples"
 # Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
 # hash table takes at least one, however few its rows; the suite's hundreds of tiny broadcasts held
 # gigabytes. Not for the job: at 1M objects its sorts ran many times slower with 2 MiB pages.
+# The workers' own sessions, which make all the in-process runs, compile with both JIT tiers (the command line
+# wins over JAVA_TOOL_OPTIONS below), the optimising tier only for methods ten times hotter than its default
+# (a third of a warm run's time on the thread serving Python is Spark's closure cleaner parsing operators'
+# class files over and over). Alone, runs 4-8 of the example in one session took 7.7-8.8 JVM CPU-seconds each
+# against 11.0 with the quick tier only. With the default thresholds the compiler threads cost the suite's other
+# JVMs as much as they saved (8 min 06 s, as with the quick tier); with these, 7 min 50 s and 8 min 01 s against
+# 8 min 19 s and 8 min 20 s with the quick tier only (2026-11-27, this machine).
+WORKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=4 -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
+                      "-XX:Tier4BackEdgeThreshold=400000")
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "6g",
-              "spark.ui.dagGraph.retainedRootRDDs": 50, "spark.buffer.pageSize": "2m"}
+              "spark.ui.dagGraph.retainedRootRDDs": 50, "spark.buffer.pageSize": "2m",
+              "spark.driver.extraJavaOptions": WORKER_JVM_OPTIONS}
 
 
 @pytest.fixture(scope="session")
@@ -66,16 +76,16 @@ def seeds(spark, tmp_path_factory):
 
 OWN_PROCESSES = ("postgres", "browser")  # fixtures that start servers or browsers
 
-# Every JVM of the suite (the workers' sessions, spark-submit, the Spark Connect server, the cluster) compiles
-# with the quick JIT tier only. The suite's JVMs each run hundreds of distinct tiny queries, and the optimising
-# compiler's threads took the cores the other worker needed: test_differential and test_plan in two workers
-# took 364 and 368 s with both tiers, 299 and 306 s with the quick one (the whole suite 18.4 -> 15.4 min).
-# Not for the job: alone in one process, a second run of the same 40 scenarios took 52 s with both tiers
-# and 101 s with the quick one. The code cache is enlarged: the quick tier's default (48 MB) filled up
-# and the JVM then stopped compiling at all. The throughput collector, not G1: its pauses cost the workers
-# less CPU than G1's concurrent threads (measured on 2026-11-27: two runs of 40 random scenarios in one
-# session, alternated, 105.7 and 107.9 s against 111.1 and 110.8 s with G1; the modules that compute in
-# the workers' sessions took 7-13% less time in a whole suite).
+# Every JVM of the suite (spark-submit, the Spark Connect server, the cluster; the workers' sessions override
+# it: WORKER_JVM_OPTIONS) compiles with the quick JIT tier only. The suite's JVMs each run hundreds of
+# distinct tiny queries, and the optimising compiler's threads took the cores the other worker needed:
+# test_differential and test_plan in two workers took 364 and 368 s with both tiers, 299 and 306 s with the
+# quick one (the whole suite 18.4 -> 15.4 min). Not for the job: alone in one process, a second run of the
+# same 40 scenarios took 52 s with both tiers and 101 s with the quick one. The code cache is enlarged: the
+# quick tier's default (48 MB) filled up and the JVM then stopped compiling at all. The throughput collector,
+# not G1: its pauses cost the workers less CPU than G1's concurrent threads (measured on 2026-11-27: two runs
+# of 40 random scenarios in one session, alternated, 105.7 and 107.9 s against 111.1 and 110.8 s with G1; the
+# modules that compute in the workers' sessions took 7-13% less time in a whole suite).
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC"
 
 
