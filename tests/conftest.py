@@ -38,8 +38,8 @@ EXAMPLE = PROJECT_ROOT / "examples"
 # (a third of a warm run's time on the thread serving Python is Spark's closure cleaner parsing operators'
 # class files over and over). Alone, runs 4-8 of the example in one session took 7.7-8.8 JVM CPU-seconds each
 # against 11.0 with the quick tier only. With the default thresholds the compiler threads cost the suite's other
-# JVMs as much as they saved (8 min 06 s, as with the quick tier); with these, 7 min 50 s and 8 min 01 s against
-# 8 min 19 s and 8 min 20 s with the quick tier only (2026-11-27, this machine).
+# JVMs as much as they saved (8 min 06 s, as with the quick tier); with these, 7 min 50 s, 8 min 01 s and
+# 8 min 16 s against 8 min 19 s and 8 min 20 s with the quick tier only (2026-11-27, this machine).
 WORKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=4 -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
                       "-XX:Tier4BackEdgeThreshold=400000")
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "6g",
