@@ -29,10 +29,11 @@ def wheel_python(tmp_path_factory) -> str:
                             str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel, = glob.glob(str(dist / "dirtiness-*.whl"))
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # without pip of its own (seconds to install): the suite's pip installs the wheel into it
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel],
-                               capture_output=True, text=True, timeout=300)
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+                                "--no-index", wheel], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr[-2000:]
     # The dependencies (pyspark and the rest, hundreds of MB) come from the suite's own environment through
     # a path file; the suite's editable install of this project is not on that path, only the wheel is.
