@@ -92,7 +92,7 @@ def batch(spark, tmp_path_factory):
         assert code == 0
     deployed = {name: ({"objects": pair[0]}, {"objects": pair[1]}) for name, pair in fixed.items()}
     deployed.update({p.database: (p.document("old", deployed=True), p.document("new")) for p in projects})
-    return {"out": str(out), "projects": projects, "documents": deployed}
+    return {"out": str(out), "projects": projects, "documents": deployed, "fresh": {}}
 
 
 def own_out(batch, tmp_path) -> str:
@@ -104,9 +104,13 @@ def own_out(batch, tmp_path) -> str:
 
 
 def fresh_state(postgres, batch, database: str) -> dict:
-    dsn = postgres.fresh_database(f"fresh_{database}")
-    deploy(dsn, batch["documents"][database][1])
-    return catalog(dsn)
+    """The catalog of ``database``'s new project deployed into an empty database: made once a module, since
+    every test and both strategies compare with the same state."""
+    if database not in batch["fresh"]:
+        dsn = postgres.fresh_database(f"fresh_{database}")
+        deploy(dsn, batch["documents"][database][1])
+        batch["fresh"][database] = catalog(dsn)
+    return batch["fresh"][database]
 
 
 def deployed_database(postgres, batch, database: str) -> str:

@@ -47,10 +47,15 @@ class Event:
 
 
 class ApplyLog:
+    """The log of one apply. Operations' outcomes wait for the commit of the next operations' start
+    (``finished``): each is durable before anything after it runs, as if committed on its own, in half the
+    commits (each commit lists the log's folder, so on a local disk it costs more the more commits there are)."""
+
     def __init__(self, out: str, run_id: str, attempt: str) -> None:
         self.path = os.path.join(out, "apply_log")
         self.run_id, self.attempt = run_id, attempt
         self._table = None  # the log as this apply last wrote it
+        self._finished: list[Event] = []  # outcomes not committed yet
 
     def states(self) -> dict[int, dict]:
         """The latest row of each operation of this run that has one."""
@@ -66,10 +71,19 @@ class ApplyLog:
                 latest[row["seq"]] = {**row, "_key": key}
         return latest
 
+    def finished(self, events: list[Event]) -> None:
+        """Outcomes committed with the next ``write``, or by ``flush``: call one of them before anything else
+        happens to the database."""
+        self._finished += events
+
+    def flush(self) -> None:
+        self.write([])
+
     def write(self, events: list[Event]) -> None:
-        """One Delta commit for all of ``events``."""
+        """One Delta commit for all of ``events``, after the outcomes still waiting."""
         from deltalake import DeltaTable, write_deltalake
 
+        events, self._finished = self._finished + events, []
         if not events:
             return
         rows = pa.Table.from_pylist([{"run_id": self.run_id, "attempt": self.attempt, **e.__dict__} for e in events],
@@ -86,6 +100,7 @@ class ApplyLog:
         Housekeeping: a failure (another apply compacting at the same time) is logged, not raised."""
         from deltalake import DeltaTable
 
+        self.flush()
         try:
             if DeltaTable.is_deltatable(self.path):
                 DeltaTable(self.path).optimize.compact()

@@ -155,6 +155,7 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
                     ran += len(pending)
                     log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
                              time.perf_counter() - clock)
+                journal.flush()  # the last operations' outcomes, before the database is read
                 state = database.deployed_state(read.record_schema, lambda name: _desired_hashes(tables, name))
                 deployment = replace(mine, applied_at=_now(), live_fingerprint=state.fingerprint,
                                      changes=_changes(tables))
@@ -393,11 +394,12 @@ class _Database:
         journal.write([Event(o.seq, "started", started_at, phase=o.phase, step=o.step, transaction=t)
                        for o, t in zip(batch, transactions)])
         results = list(self.pool.map(self._run_one, connections, batch))
-        journal.write([Event(o.seq, "succeeded" if error is None else "failed", started_at, finished_at,
-                             error, o.phase, o.step, t)
-                       for o, t, (error, finished_at) in zip(batch, transactions, results)])
+        journal.finished([Event(o.seq, "succeeded" if error is None else "failed", started_at, finished_at,
+                                error, o.phase, o.step, t)
+                          for o, t, (error, finished_at) in zip(batch, transactions, results)])
         failed = [(o, error) for o, (error, _) in zip(batch, results) if error is not None]
         if failed:
+            journal.flush()
             op, error = failed[0]
             raise ApplyError(f"operation {op.describe()} failed: {error}")
 
@@ -429,8 +431,8 @@ class _Database:
                                  transaction) for o in step])
             raise ApplyError(f"operation {failed.describe()} failed: {message}")
         finished = _now()
-        journal.write([Event(o.seq, "succeeded", started_at, finished, None, o.phase, o.step, transaction)
-                       for o in step])
+        journal.finished([Event(o.seq, "succeeded", started_at, finished, None, o.phase, o.step, transaction)
+                          for o in step])
 
     def _begin(self, connection) -> str | None:
         if not self.transactional:
