@@ -223,8 +223,27 @@ def test_random_projects_apply_in_any_order_within_a_step(postgres, batch, strat
             k: before["relations"][k]["oid"] for k in kept_by_table}, f"{database} ({strategy}): a kept object moved"
         assert not [k for k, d in decided.items() if d == "dropped" and k in after["relations"]]
     assert applied > 10 * RANDOM_PROJECTS  # plans that did something
-    assert len(DeltaTable(os.path.join(out, "apply_log")).file_uris()) == 1  # each apply compacts its log
+    journal = DeltaTable(os.path.join(out, "apply_log"))
+    assert len(journal.file_uris()) == 1  # each apply compacts its log
+    # one commit an operation (its start, with the outcome of the one before), and each apply's last outcome and
+    # compaction: not two commits an operation
+    assert journal.version() + 1 <= applied + 2 * RANDOM_PROJECTS
     print(f"\n{strategy}: {RANDOM_PROJECTS} random projects, {applied} operations applied in shuffled order")
+
+
+def test_an_outcome_is_committed_with_the_next_start_or_by_a_flush(tmp_path):
+    journal = ApplyLog(str(tmp_path), "r", attempt="a")
+    now = dt.datetime.now(dt.timezone.utc)
+    journal.write([Event(1, "started", now)])
+    journal.finished([Event(1, "succeeded", now, now)])
+    assert journal.states()[1]["status"] == "started"  # held until the next commit
+    journal.write([Event(2, "started", now)])  # one commit: 1's outcome and 2's start
+    assert {seq: row["status"] for seq, row in journal.states().items()} == {1: "succeeded", 2: "started"}
+    journal.finished([Event(2, "failed", now, now, "boom")])
+    journal.flush()
+    assert journal.states()[2]["status"] == "failed"
+    journal.flush()  # nothing waiting: no commit
+    assert DeltaTable(journal.path).version() == 2
 
 
 def test_apply_killed_part_way_resumes_and_runs_nothing_twice(postgres, batch, tmp_path):
