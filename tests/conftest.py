@@ -29,11 +29,6 @@ from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
 EXAMPLE = PROJECT_ROOT / "examples"
-# One session serves ~20 job runs: a larger heap than one production run needs (the status store is
-# kept small by conf/job.yaml already).
-# Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
-# hash table takes at least one, however few its rows; the suite's hundreds of tiny broadcasts held
-# gigabytes. Not for the job: at 1M objects its sorts ran many times slower with 2 MiB pages.
 # The workers' own sessions, which make all the in-process runs, compile with both JIT tiers (the command line
 # wins over JAVA_TOOL_OPTIONS below), the optimising tier only for methods ten times hotter than its default
 # (a third of a warm run's time on the thread serving Python is Spark's closure cleaner parsing operators'
@@ -43,6 +38,11 @@ EXAMPLE = PROJECT_ROOT / "examples"
 # 8 min 16 s against 8 min 19 s and 8 min 20 s with the quick tier only (2026-11-27, this machine).
 WORKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=4 -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
                       "-XX:Tier4BackEdgeThreshold=400000")
+# One session serves ~20 job runs: a larger heap than one production run needs (the status store is
+# kept small by conf/job.yaml already).
+# Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
+# hash table takes at least one, however few its rows; the suite's hundreds of tiny broadcasts held
+# gigabytes. Not for the job: at 1M objects its sorts ran many times slower with 2 MiB pages.
 TEST_SPARK = {"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2, "spark.driver.memory": "6g",
               "spark.ui.dagGraph.retainedRootRDDs": 50, "spark.buffer.pageSize": "2m",
               "spark.driver.extraJavaOptions": WORKER_JVM_OPTIONS}
@@ -184,7 +184,7 @@ def collect_garbage(request):
     """After each Spark test, Python drops its handles to the test's Java objects: py4j releases a Java
     object only when its Python proxy is collected, and DataFrames in reference cycles wait for Python's
     cyclic collector, which a test allocating little in Python rarely triggers (measured: 3-5 GB of heap
-    still held at the end of a module, freed only later). A pure test holds none (a collection costs it ~100 ms)."""
+    still held at the end of a module, freed only later). A pure test holds none."""
     yield
     if request.node.get_closest_marker("spark"):
         gc.collect()
