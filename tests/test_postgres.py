@@ -23,14 +23,15 @@ import sys
 import time
 
 import polars as pl
+import pyarrow as pa
 import psycopg
 import pytest
 import yaml
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from postgres import catalog, deploy, without_oids
 from projects import random_project
 
-from dirtiness.apply.log import ApplyLog, Event
+from dirtiness.apply.log import APPLY_LOG, ApplyLog, Event
 from dirtiness.apply.runner import ApplyError, Settings, apply_plan
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT, load_config
@@ -244,6 +245,35 @@ def test_an_outcome_is_committed_with_the_next_start_or_by_a_flush(tmp_path):
     assert journal.states()[2]["status"] == "failed"
     journal.flush()  # nothing waiting: no commit
     assert DeltaTable(journal.path).version() == 2
+
+
+def test_the_log_keeps_a_week_of_commits_and_of_replaced_files_and_an_owners_settings_stay(tmp_path):
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def apply(journal, seqs):
+        for seq in seqs:
+            journal.write([Event(seq, "started", now)])
+            journal.finished([Event(seq, "succeeded", now, now)])
+        journal.compact()
+
+    mine = ApplyLog(str(tmp_path / "mine"), "r", attempt="a")
+    apply(mine, range(3))
+    table = DeltaTable(mine.path)
+    assert table.metadata().configuration == {"delta.logRetentionDuration": "interval 7 days"}
+    data = lambda path: sorted(f for f in os.listdir(path) if f.endswith(".parquet"))  # noqa: E731
+    # four commits (three starts, the last outcome) and their compaction; the four replaced today are kept a week
+    assert len(table.file_uris()) == 1 and len(data(mine.path)) == 5
+    # an owner who keeps neither: each apply's replaced files and expired commits go (at each checkpoint)
+    theirs = ApplyLog(str(tmp_path / "theirs"), "r", attempt="a")
+    own = {"delta.logRetentionDuration": "interval 0 seconds", "delta.deletedFileRetentionDuration": "interval 0 seconds",
+           "delta.checkpointInterval": "5"}
+    write_deltalake(theirs.path, pa.Table.from_pylist([], schema=APPLY_LOG), configuration=own)
+    apply(theirs, range(12))
+    assert DeltaTable(theirs.path).metadata().configuration == own
+    assert len(data(theirs.path)) == 1
+    commits = [f for f in os.listdir(os.path.join(theirs.path, "_delta_log")) if f.endswith(".json")]
+    assert DeltaTable(theirs.path).version() >= 14 and len(commits) < 5  # 14 commits and more, a few kept
+    assert sorted(theirs.states()) == list(range(12))
 
 
 def test_apply_killed_part_way_resumes_and_runs_nothing_twice(postgres, batch, tmp_path):
