@@ -116,7 +116,8 @@ class ApplyLog:
                 DeltaTable(self.path).vacuum(dry_run=False, full=True)  # every unreferenced file, not only those
                 # the log still lists: a checkpoint drops a replaced file from the log once its week is over
         except Exception as error:  # noqa: BLE001 - the log is complete either way
-            log.warning("apply_log not compacted: %s", str(error).splitlines()[0] if str(error) else error)
+            first = str(error).splitlines()[0] if str(error) else error
+            log.warning("apply_log not compacted or not vacuumed: %s", first)
 
 
 # A later state wins over an earlier one written at the same instant.
