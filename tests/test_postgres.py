@@ -265,8 +265,8 @@ def test_the_log_keeps_a_week_of_commits_and_of_replaced_files_and_an_owners_set
     assert len(table.file_uris()) == 1 and len(data(mine.path)) == 5
     # an owner who keeps neither: each apply's replaced files and expired commits go (at each checkpoint)
     theirs = ApplyLog(str(tmp_path / "theirs"), "r", attempt="a")
-    own = {"delta.logRetentionDuration": "interval 0 seconds", "delta.deletedFileRetentionDuration": "interval 0 seconds",
-           "delta.checkpointInterval": "5"}
+    own = {"delta.logRetentionDuration": "interval 0 seconds",
+           "delta.deletedFileRetentionDuration": "interval 0 seconds", "delta.checkpointInterval": "5"}
     write_deltalake(theirs.path, pa.Table.from_pylist([], schema=APPLY_LOG), configuration=own)
     apply(theirs, range(12))
     assert DeltaTable(theirs.path).metadata().configuration == own
