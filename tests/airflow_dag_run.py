@@ -1,9 +1,9 @@
 """Run by the Airflow environment's Python, one process per call (Airflow takes seconds to import):
 
     python airflow_dag_run.py DAG_FILE LOGICAL_DATE RUN_AFTER RESULT.json
-        one DAG run, as `airflow dags test` makes it, with the run's time pinned, so that running it
-        again reuses the DAG run's id; writes its run id, state, task states and XComs, and then every
-        run of the DAG
+        the metadata database migrated (as `airflow db migrate` does), then one DAG run, as `airflow dags
+        test` makes it, with the run's time pinned, so that running it again reuses the DAG run's id;
+        writes its run id, state, task states and XComs, and then every run of the DAG
     python airflow_dag_run.py RESULT.json
         only every run of the DAG: its run id, state and task states (what `airflow dags list-runs`
         and `airflow tasks states-for-dag-run` print)
@@ -29,8 +29,10 @@ def every_run(session) -> list[dict]:
 
 
 def one_run(dag_file: str, logical_date: str, run_after: str) -> dict:
+    from airflow.utils import db
     from airflow.utils.cli import get_bagged_dag
 
+    db.upgradedb()  # what `airflow db migrate` does (a no-op once done), without an Airflow process of its own
     dag = get_bagged_dag(None, "dirtiness", dag_file)
     run = dag.test(logical_date=datetime.fromisoformat(logical_date), run_after=datetime.fromisoformat(run_after))
     with create_session() as session:

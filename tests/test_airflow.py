@@ -50,8 +50,7 @@ def airflow(tmp_path_factory):
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
         return done.stdout
 
-    run(str(AIRFLOW_BIN / "airflow"), "db", "migrate")
-    run.home = home
+    run.home = home  # the first DAG run migrates the metadata database (tests/airflow_dag_run.py)
     return run
 
 
