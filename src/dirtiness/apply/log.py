@@ -112,9 +112,10 @@ class ApplyLog:
         self.flush()
         try:
             if DeltaTable.is_deltatable(self.path):
-                DeltaTable(self.path).optimize.compact()
-                DeltaTable(self.path).vacuum(dry_run=False, full=True)  # every unreferenced file, not only those
-                # the log still lists: a checkpoint drops a replaced file from the log once its week is over
+                table = DeltaTable(self.path)
+                table.optimize.compact()
+                table.vacuum(dry_run=False, full=True)  # every unreferenced file, not only those the log still
+                # lists: a checkpoint drops a replaced file from the log once its week is over
         except Exception as error:  # noqa: BLE001 - the log is complete either way
             first = str(error).splitlines()[0] if str(error) else error
             log.warning("apply_log not compacted or not vacuumed: %s", first)
