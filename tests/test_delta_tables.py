@@ -73,3 +73,34 @@ def test_rows_held_on_the_driver_are_written_without_a_spark_job(spark, tmp_path
     assert store.replace_run("t", held, "b") == 2  # a retry replaces them
     assert jobs_started(spark) == before
     assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 1), ("b", 2), ("b", 3)]
+
+
+def test_rows_from_arrow_replace_a_run_whose_files_have_no_run_id_statistics_and_carry_timestamp_ones(tmp_path):
+    """No Spark: rows on the driver. A run id too long for a statistic is found by reading its file; a timestamp
+    column gets the statistics delta-rs itself writes (the millisecond below), which readers prune by."""
+    import datetime as dt
+
+    from deltalake import write_deltalake
+
+    long_id = "scheduled__" + "x" * 60  # past the 64 characters a string statistic may have
+    when = [dt.datetime(2026, 11, 28, 1, 2, 3, 456789, tzinfo=dt.timezone.utc),
+            dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)]
+
+    def rows(run_id, values):
+        return pa.table({"run_id": [run_id] * len(values), "n": values, "at": [when[v % 2] for v in values]},
+                        pa.schema([("run_id", pa.string()), ("n", pa.int64()), ("at", pa.timestamp("us", "UTC"))]))
+
+    store = DeltaStore(None, str(tmp_path))
+    store.replace_run("t", rows(long_id, [1, 2]), long_id)
+    store.replace_run("t", rows("b", [10]), "b")
+    store.replace_run("t", rows(long_id, [3]), long_id)  # a retry of the long run
+    assert sorted(pl.read_delta(str(tmp_path / "t")).select("run_id", "n").rows()) == [("b", 10), (long_id, 3)]
+
+    store.replace_run("ours", rows("c", [1, 2]), "c")
+    write_deltalake(str(tmp_path / "theirs"), rows("c", [1, 2]))
+    ours, theirs = ({k: v for k, v in pa.table(DeltaTable(str(tmp_path / name)).get_add_actions(flatten=True))
+                     .to_pylist()[0].items() if k.endswith(".at")} for name in ("ours", "theirs"))
+    assert ours == theirs and ours["min.at"] < ours["max.at"] < when[0]  # cut to the millisecond below
+    table = DeltaTable(str(tmp_path / "ours"))
+    assert table.file_uris(file_pruning_predicate=[("at", ">=", when[0])])
+    assert not table.file_uris(file_pruning_predicate=[("at", ">", when[0] + dt.timedelta(milliseconds=1))])

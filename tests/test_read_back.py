@@ -15,7 +15,7 @@ from dirtiness.config import PROJECT_ROOT
 from dirtiness.model import BY_NAME
 from dirtiness.readback.fact_text import Fact, parse_fact, parse_name, show_name
 from dirtiness.readback.run_tables import RunTables
-from dirtiness.store.run_log import RUNS
+from dirtiness.store.run_log import RUNS, records
 
 WHEN = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -118,6 +118,66 @@ def test_failed_runs_and_missing_roots(tmp_path, capsys):
     html = page.read_text()
     assert '<span class="status failed">failed</span>' in html and "boom: the new snapshot vanished" in html
     assert 'id="dirty-graph"' not in html
+
+
+def test_the_latest_run_and_a_runs_rows_are_read_from_their_own_files_however_many_runs_came_before(
+        tmp_path, monkeypatch):
+    """Each run's record is its own file (as the job writes it); the latest succeeded run and one run's rows
+    are found by opening the files the log's statistics allow: the same answer as reading every row."""
+    import random
+
+    from deltalake import DeltaTable
+
+    from dirtiness import publish
+    from dirtiness.store import delta, run_reads
+    from dirtiness.store.delta import DeltaStore
+
+    opened = []  # fragments of every dataset built from a table
+    build = DeltaTable.to_pyarrow_dataset
+    monkeypatch.setattr(DeltaTable, "to_pyarrow_dataset", lambda table, *a, **k: (
+        lambda found: opened.append(len(list(found.get_fragments()))) or found)(build(table, *a, **k)))
+
+    def write_runs(out, rows):
+        store = DeltaStore(None, str(out))
+        for row in rows:
+            store.replace_run("runs", records(RUNS, [row]), row["run_id"])
+
+    def everything(out):
+        return run_reads.latest_of(DeltaTable(str(out / "runs")).to_pyarrow_table().to_pylist())
+
+    times = [WHEN + dt.timedelta(minutes=m) for m in random.Random(7).sample(range(200), 16)]
+    rows = [runs_row(f"r{i:02d}", "failed" if i % 5 == 0 else "succeeded", finished=t) for i, t in enumerate(times)]
+    # the two latest in one millisecond: the later microsecond wins, whatever its run id
+    last = max(times) + dt.timedelta(hours=1)
+    rows += [runs_row("zz-first", "succeeded", finished=last.replace(microsecond=100)),
+             runs_row("aa-later", "succeeded", finished=last.replace(microsecond=900)),
+             runs_row("running", "running", finished=None)]
+    out = tmp_path / "history"
+    write_runs(out, rows)
+    assert everything(out)["run_id"] == "aa-later"
+    opened.clear()
+    assert run_reads.latest_succeeded(str(out / "runs"))["run_id"] == "aa-later"
+    assert opened == [run_reads.LATEST_FILES]  # 8 of 19 files
+    assert RunTables.open(str(out)).run_id == "aa-later"
+    opened.clear()
+    assert RunTables.open(str(out), "r07").run["finished_at"] == times[7] and opened == [1]
+    fingerprints = {k: None for k in publish.FINGERPRINTS}
+    assert publish.unchanged_since(str(out), fingerprints)["run_id"] == "aa-later"
+    opened.clear()  # the check `run --if-changed` makes again once its session is up
+    assert publish.unchanged_in(DeltaStore(None, str(out)), fingerprints)["run_id"] == "aa-later"
+    assert opened == [run_reads.LATEST_FILES]
+
+    # a record without statistics (an earlier version's, another tool's) is always read: here the latest
+    monkeypatch.setattr(delta, "_stats", lambda meta: {"numRecords": meta.num_rows})
+    write_runs(out, [runs_row("no-stats", "succeeded", finished=last + dt.timedelta(days=1))])
+    assert everything(out)["run_id"] == "no-stats"
+    opened.clear()
+    assert run_reads.latest_succeeded(str(out / "runs"))["run_id"] == "no-stats"
+    assert opened == [run_reads.LATEST_FILES + 1]
+    # fewer files with statistics than the first read takes: every succeeded run's file is read
+    few = tmp_path / "few"
+    write_runs(few, rows[:3])
+    assert run_reads.latest_succeeded(str(few / "runs")) == everything(few)
 
 
 def test_report_settings_are_checked(tmp_path, capsys):

@@ -19,6 +19,7 @@ from .pipeline import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
+from .store.run_reads import latest_of, latest_succeeded
 from .store.run_log import (
     DECISIONS,
     DRIFT,
@@ -153,17 +154,19 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
 
 def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
     """The ``runs`` row of the latest succeeded run under the output root if it had these fingerprints."""
-    return _same(_latest(store.rows("runs")), fingerprints) if store.exists("runs") else None
+    if not store.exists("runs"):
+        return None
+    if store.backend == "deltalake":  # only the latest runs' files, as ``unchanged_since`` reads them
+        return _same(latest_succeeded(store.path("runs")), fingerprints)
+    return _same(latest_of(store.rows("runs")), fingerprints)
 
 
 def unchanged_since(out: str, fingerprints: dict[str, str]) -> dict | None:
     """The latest succeeded run under ``out`` if it had these fingerprints, read with delta-rs before any
     Spark session starts (a skipped run starts no JVM). None also where delta-rs cannot tell (no runs
     table, a store or table feature it cannot read): the run then checks again through its session."""
-    from deltalake import DeltaTable
-
     try:
-        latest = _latest(DeltaTable(os.path.join(out, "runs")).to_pyarrow_table().to_pylist())
+        latest = latest_succeeded(os.path.join(out, "runs"))
     except Exception:  # noqa: BLE001 - unknown here is not an error: the session's check decides
         return None
     return _same(latest, fingerprints)
@@ -171,11 +174,6 @@ def unchanged_since(out: str, fingerprints: dict[str, str]) -> dict | None:
 
 def _same(run: dict | None, fingerprints: dict[str, str]) -> dict | None:
     return run if run and all(run.get(k) == v for k, v in fingerprints.items()) else None
-
-
-def _latest(rows: list[dict]) -> dict | None:
-    done = [r for r in rows if r["status"] == "succeeded"]
-    return max(done, key=lambda r: (r["finished_at"], r["run_id"])) if done else None
 
 
 def format_summary(summary: dict) -> str:

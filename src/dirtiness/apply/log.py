@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..store.run_reads import run_dataset
+
 APPLY_LOG = pa.schema([
     pa.field("run_id", pa.string()),
     pa.field("seq", pa.int32()),
@@ -66,11 +68,10 @@ class ApplyLog:
 
     def states(self) -> dict[int, dict]:
         """The latest row of each operation of this run that has one."""
-        from deltalake import DeltaTable
-
-        if not DeltaTable.is_deltatable(self.path):
+        dataset = run_dataset(self.path, self.run_id)
+        if dataset is None:
             return {}
-        table = DeltaTable(self.path).to_pyarrow_dataset().to_table(filter=pc.field("run_id") == self.run_id)
+        table = dataset.to_table(filter=pc.field("run_id") == self.run_id)
         latest: dict[int, dict] = {}
         for row in table.to_pylist():
             key = (row["finished_at"] or row["started_at"], _RANK[row["status"]])

@@ -1,8 +1,8 @@
 """The rows of one run, read back from its Delta tables with delta-rs: no Spark, no JVM.
 
-``explain`` and ``report`` answer in a second or two because of this; a
-filter on ``run_id`` (and on names) skips the other runs' files through the
-statistics in the Delta log.
+``explain`` and ``report`` answer in a second or two because of this, however
+many runs the root holds: only the files whose statistics in the Delta log
+allow the run's rows are opened (``store.run_reads``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from ..errors import InputError
+from ..store.run_reads import is_table, latest_succeeded, run_dataset
 
 
 class RunTables:
@@ -28,17 +29,16 @@ class RunTables:
 
     @classmethod
     def open(cls, out: str, run_id: str | None = None, succeeded_only: bool = True) -> "RunTables":
-        runs = _dataset(os.path.join(out, "runs"))
-        if runs is None:
+        runs_path = os.path.join(out, "runs")
+        if not is_table(runs_path):
             what = "no such folder" if not os.path.isdir(out) else "no runs table here"
             raise InputError(f"{out}: {what} (expected the --out folder of `dirtiness run`)")
         if run_id is None:
-            rows = runs.to_table(filter=pc.field("status") == "succeeded").to_pylist()
-            if not rows:
+            run = latest_succeeded(runs_path)
+            if run is None:
                 raise InputError(f"{out}: no succeeded run yet")
-            run = max(rows, key=lambda r: (r["finished_at"], r["run_id"]))
         else:
-            rows = runs.to_table(filter=pc.field("run_id") == run_id).to_pylist()
+            rows = run_dataset(runs_path, run_id).to_table(filter=pc.field("run_id") == run_id).to_pylist()
             if not rows:
                 raise InputError(f"run {run_id}: not found under {out}")
             run = rows[0]
@@ -77,13 +77,5 @@ class RunTables:
 
     def _dataset(self, table: str) -> pads.Dataset | None:
         if table not in self._datasets:
-            self._datasets[table] = _dataset(os.path.join(self.out, table))
+            self._datasets[table] = run_dataset(os.path.join(self.out, table), self.run_id)
         return self._datasets[table]
-
-
-def _dataset(path: str) -> pads.Dataset | None:
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(path):
-        return None
-    return DeltaTable(path).to_pyarrow_dataset()

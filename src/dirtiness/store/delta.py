@@ -24,6 +24,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -173,14 +174,18 @@ def _commit_arrow(table_path: str, table: pa.Table, replace_run: str | None) -> 
     """Arrow rows written by pyarrow as one parquet file of a fresh folder, then committed like Spark's files."""
     arrow_schema = arrow_schema_of(spark_schema_of(table.schema))
     table = table.cast(arrow_schema)
+    existing = None
     if _is_delta(table_path):  # refuse before writing anything
         from deltalake import DeltaTable
 
-        _new_columns(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
+        existing = DeltaTable(table_path)
+        _new_columns(table_path, existing.schema().to_arrow(), arrow_schema)
     folder = _new_folder()
     os.makedirs(os.path.join(table_path, folder))
     pq.write_table(table, os.path.join(table_path, folder, "part-00000.parquet"))
-    return _commit(table_path, folder, arrow_schema, replace_run)
+    # the table as just loaded commits the file written a moment later (loading it costs more than the write
+    # once it holds thousands of runs' files); a commit that lost a race loads it again
+    return _commit(table_path, folder, arrow_schema, replace_run, existing)
 
 
 def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_run: str | None) -> int:
@@ -194,8 +199,9 @@ def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_r
     return _commit(table_path, folder, arrow_schema, replace_run)
 
 
-def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: str | None) -> int:
-    """The parquet files of ``folder`` committed to the table's Delta log (replacing ``replace_run``'s rows)."""
+def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: str | None, table=None) -> int:
+    """The parquet files of ``folder`` committed to the table's Delta log (replacing ``replace_run``'s rows);
+    ``table``: the table loaded already, if it exists."""
     from deltalake import DeltaTable, Schema
     from deltalake.exceptions import DeltaError
     from deltalake.transaction import CommitProperties, create_table_with_add_actions
@@ -204,7 +210,7 @@ def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: 
     rows = sum(json.loads(a.stats)["numRecords"] for a in adds)
 
     for attempt in range(5):
-        if not _is_delta(table_path):
+        if table is None and not _is_delta(table_path):
             try:
                 create_table_with_add_actions(table_path, Schema.from_arrow(arrow_schema), adds, mode="error")
                 return rows
@@ -212,7 +218,7 @@ def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: 
                 if not _is_delta(table_path):
                     raise
                 # another writer created the table first: commit as an append below
-        table = DeltaTable(table_path)
+        table = table if table is not None else DeltaTable(table_path)
         added = _new_columns(table_path, table.schema().to_arrow(), arrow_schema)
         if added:
             _add_columns(table, added)
@@ -227,6 +233,7 @@ def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: 
         except DeltaError:
             if attempt == 4:
                 raise
+            table = None
             time.sleep(0.1 * (attempt + 1))
 
 
@@ -247,22 +254,24 @@ def _add_columns(table, fields: list[pa.Field]) -> None:
 
 
 def _run_files(table, run_id: str) -> list:
-    """Remove actions for the active files that hold only rows of ``run_id``."""
+    """Remove actions for the active files that hold only rows of ``run_id``: by the log's statistics, or,
+    for a file without them, by reading its run ids."""
+    import pyarrow.compute as pc
     from deltalake.transaction import RemoveAction
 
-    actions = table.get_add_actions(flatten=True)
-    actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
-    rows = actions.to_pylist()
+    files = pa.table(table.get_add_actions(flatten=True))
+    low, high = f"min.{RUN_ID}", f"max.{RUN_ID}"
+    if {low, high} <= set(files.column_names):
+        only = pc.and_(pc.equal(files[low], run_id), pc.equal(files[high], run_id))
+        unknown = pc.or_(pc.is_null(files[low]), pc.is_null(files[high]))
+        ours = files.filter(pc.fill_null(only, False)).to_pylist()
+        unsure = files.filter(unknown).to_pylist()
+    else:
+        ours, unsure = [], files.to_pylist()
+    ours += [row for row in unsure if _only_run_in_file(table, row["path"]) == run_id]
     now = int(time.time() * 1000)
-    removes = []
-    for row in rows:
-        low, high = row.get(f"min.{RUN_ID}"), row.get(f"max.{RUN_ID}")
-        if low is None or high is None:
-            low = high = _only_run_in_file(table, row["path"])
-        if low == high == run_id:
-            removes.append(RemoveAction(path=row["path"], data_change=True, deletion_timestamp=now,
-                                        size=row.get("size_bytes")))
-    return removes
+    return [RemoveAction(path=row["path"], data_change=True, deletion_timestamp=now, size=row.get("size_bytes"))
+            for row in ours]
 
 
 def _only_run_in_file(table, relative: str) -> str | None:
@@ -299,6 +308,7 @@ def _stats(meta: pq.FileMetaData) -> dict:
         column = meta.schema.column(c)
         if "." in column.path:  # nested: no stats
             continue
+        per_second = _timestamp_unit(column.logical_type)
         lows, highs, nulls, complete = [], [], 0, True
         for g in range(meta.num_row_groups):
             s = meta.row_group(g).column(c).statistics
@@ -307,15 +317,36 @@ def _stats(meta: pq.FileMetaData) -> dict:
                 break
             nulls += s.null_count
             if s.has_min_max:
-                lows.append(s.min)
-                highs.append(s.max)
+                lows.append(s.min_raw if per_second else s.min)
+                highs.append(s.max_raw if per_second else s.max)
         if not complete:
             continue
         stats["nullCount"][column.path] = nulls
-        if lows and _stat_ok(lows) and _stat_ok(highs):
+        if lows and per_second:
+            stats["minValues"][column.path] = _timestamp_stat(min(lows), per_second)
+            stats["maxValues"][column.path] = _timestamp_stat(max(highs), per_second)
+        elif lows and _stat_ok(lows) and _stat_ok(highs):
             stats["minValues"][column.path] = min(lows)
             stats["maxValues"][column.path] = max(highs)
     return stats
+
+
+_TIMESTAMP_UNITS = {"milliseconds": 1_000, "microseconds": 1_000_000, "nanoseconds": 1_000_000_000}
+
+
+def _timestamp_unit(logical_type) -> int | None:
+    """Ticks per second of a UTC timestamp column (what Spark and this module write); None for any other."""
+    if logical_type.type != "TIMESTAMP":
+        return None
+    described = json.loads(logical_type.to_json())
+    return _TIMESTAMP_UNITS.get(described.get("timeUnit")) if described.get("isAdjustedToUTC") else None
+
+
+def _timestamp_stat(value: int, per_second: int) -> str:
+    """A timestamp statistic as Delta writes it: UTC, to the millisecond below (readers allow for the cut)."""
+    milliseconds = value * 1_000 // per_second
+    moment = datetime.fromtimestamp(milliseconds // 1_000, timezone.utc)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{milliseconds % 1_000:03d}Z"
 
 
 def _stat_ok(values: list) -> bool:
