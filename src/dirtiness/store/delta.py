@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -34,8 +35,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, arrow_table
+from .run_reads import RUN_ID, is_table
 
-RUN_ID = "run_id"
 _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
 
 
@@ -72,7 +73,7 @@ class DeltaStore:
                 return True
             except Exception:  # noqa: BLE001 - any failure to resolve means "no table"
                 return False
-        return _is_delta(self.path(name))
+        return is_table(self.path(name))
 
     def replace_run(self, name: str, rows: "Batch | DataFrame | pa.Table", run_id: str) -> int:
         """Write ``rows`` as run ``run_id``'s rows of table ``name`` (tagged with it here), replacing earlier
@@ -124,12 +125,6 @@ class DeltaStore:
 # --- deltalake backend -------------------------------------------------------
 
 
-def _is_delta(path: str) -> bool:
-    from deltalake import DeltaTable
-
-    return DeltaTable.is_deltatable(path)
-
-
 def _read(spark: SparkSession, path: str) -> DataFrame:
     from deltalake import DeltaTable
 
@@ -175,7 +170,7 @@ def _commit_arrow(table_path: str, table: pa.Table, replace_run: str | None) -> 
     arrow_schema = arrow_schema_of(spark_schema_of(table.schema))
     table = table.cast(arrow_schema)
     existing = None
-    if _is_delta(table_path):  # refuse before writing anything
+    if is_table(table_path):  # refuse before writing anything
         from deltalake import DeltaTable
 
         existing = DeltaTable(table_path)
@@ -192,7 +187,7 @@ def _commit_files(spark: SparkSession, table_path: str, df: DataFrame, replace_r
     from deltalake import DeltaTable
 
     arrow_schema = arrow_schema_of(df.schema)
-    if _is_delta(table_path):  # refuse before writing anything
+    if is_table(table_path):  # refuse before writing anything
         _new_columns(table_path, DeltaTable(table_path).schema().to_arrow(), arrow_schema)
     folder = _new_folder()
     df.write.mode("error").parquet(os.path.join(table_path, folder))
@@ -210,12 +205,12 @@ def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: 
     rows = sum(json.loads(a.stats)["numRecords"] for a in adds)
 
     for attempt in range(5):
-        if table is None and not _is_delta(table_path):
+        if table is None and not is_table(table_path):
             try:
                 create_table_with_add_actions(table_path, Schema.from_arrow(arrow_schema), adds, mode="error")
                 return rows
             except DeltaError:
-                if not _is_delta(table_path):
+                if not is_table(table_path):
                     raise
                 # another writer created the table first: commit as an append below
         table = table if table is not None else DeltaTable(table_path)
@@ -256,7 +251,6 @@ def _add_columns(table, fields: list[pa.Field]) -> None:
 def _run_files(table, run_id: str) -> list:
     """Remove actions for the active files that hold only rows of ``run_id``: by the log's statistics, or,
     for a file without them, by reading its run ids."""
-    import pyarrow.compute as pc
     from deltalake.transaction import RemoveAction
 
     files = pa.table(table.get_add_actions(flatten=True))
