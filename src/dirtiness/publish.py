@@ -19,7 +19,7 @@ from .pipeline import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .store.delta import DeltaStore
-from .store.run_reads import latest_of, latest_succeeded
+from .store.run_reads import latest_succeeded
 from .store.run_log import (
     DECISIONS,
     DRIFT,
@@ -154,11 +154,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
 
 def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
     """The ``runs`` row of the latest succeeded run under the output root if it had these fingerprints."""
-    if not store.exists("runs"):
-        return None
-    if store.backend == "deltalake":  # only the latest runs' files, as ``unchanged_since`` reads them
-        return _same(latest_succeeded(store.path("runs")), fingerprints)
-    return _same(latest_of(store.rows("runs")), fingerprints)
+    return _same(store.latest_succeeded("runs"), fingerprints) if store.exists("runs") else None
 
 
 def unchanged_since(out: str, fingerprints: dict[str, str]) -> dict | None:

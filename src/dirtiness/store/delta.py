@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, arrow_table
-from .run_reads import RUN_ID, is_table
+from .run_reads import RUN_ID, is_table, latest_of, latest_succeeded
 
 _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
 
@@ -108,13 +108,12 @@ class DeltaStore:
             return _commit_arrow(self.path(name), table, replace_run=None)
         return _commit_files(self.spark, self.path(name), rows, replace_run=None)
 
-    def rows(self, name: str) -> list[dict]:
-        """Every row of a small table (the run records), read without a Spark job where the backend allows."""
+    def latest_succeeded(self, name: str = "runs") -> dict | None:
+        """The run record of the latest succeeded run: with delta-rs from the latest runs' files only
+        (``run_reads``), through Spark (the run records, a small table) where delta-rs cannot read it."""
         if self.backend == "spark":
-            return [r.asDict() for r in self.read(name).collect()]
-        from deltalake import DeltaTable
-
-        return DeltaTable(self.path(name)).to_pyarrow_table().to_pylist()
+            return latest_of([r.asDict() for r in self.read(name).collect()])
+        return latest_succeeded(self.path(name))
 
     def read(self, name: str) -> DataFrame:
         if self.backend == "spark":
