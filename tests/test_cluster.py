@@ -93,8 +93,14 @@ def test_the_wheel_spark_submitted_to_a_standalone_cluster_gives_the_local_rows(
     out = tmp_path / "out"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": wheel_python,
            "PYSPARK_DRIVER_PYTHON": wheel_python}
+    events = tmp_path / "events"
+    events.mkdir()
+    # a setting the user submits wins over conf/job.yaml's; the event log shows what the driver ran with
+    submitted = {"spark.sql.shuffle.partitions": "3", "spark.eventLog.enabled": "true",
+                 "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false"}
     run = subprocess.run(
         [submit, "--master", url, "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g",
+         *(f"--conf={key}={value}" for key, value in submitted.items()),
          str(PROJECT_ROOT / "jobs" / "compute_dirty.py"), "--old", str(EXAMPLE / "old.yaml"),
          "--new", str(EXAMPLE / "new.yaml"), "--out", str(out), "--run-id", "example",
          "--summary-json", str(tmp_path / "summary.json")],
@@ -106,6 +112,14 @@ def test_the_wheel_spark_submitted_to_a_standalone_cluster_gives_the_local_rows(
     executors = list((folder / "work").glob("app-*/*"))
     assert len(executors) == 2, executors  # two executor JVMs, each with its own folder
     assert_same_rows(example_run.out, out)
+    log, = events.glob("*/events_*")  # Spark 4: a folder per application, its events in numbered files
+    started = next(event for event in map(json.loads, log.read_text().splitlines())
+                   if event["Event"] == "SparkListenerEnvironmentUpdate")["Spark Properties"]
+    properties = dict(started.items() if isinstance(started, dict) else started)
+    assert properties["spark.sql.shuffle.partitions"] == "3"  # submitted, not job.yaml's 4
+    assert properties["spark.ui.retainedJobs"] == "100"  # job.yaml's, which the submission does not set
+    # spark-submit started the driver before job.yaml was read: its options are not claimed to be ours
+    assert "UseParallelGC" not in properties.get("spark.driver.extraJavaOptions", "")
 
     # the wheel's console script, from elsewhere: the same flags make the same fingerprints (its packaged
     # configuration and rules), so the run just made is found unchanged, without a JVM

@@ -52,3 +52,17 @@ def test_the_driver_collects_with_the_throughput_collector_unless_the_environmen
     # the JVM refuses two collectors: the environment's wins, the rest of ours stays
     assert driver_java_options(f"-Dx=1 {ours} -Dy=2", {"JAVA_TOOL_OPTIONS": "-XX:+UseG1GC"}) == "-Dx=1 -Dy=2"
     assert driver_java_options(ours, {"JDK_JAVA_OPTIONS": "-XX:+UseZGC -Xmx2g"}) == ""
+
+
+def test_a_setting_spark_submit_gives_wins_and_is_named_without_its_value(caplog):
+    from dirtiness.session import not_submitted, submitted_keys
+
+    ours = {"spark.sql.shuffle.partitions": "4", "spark.ui.retainedJobs": "100",
+            "spark.hadoop.fs.s3a.secret.key": "ours-not-logged"}
+    submitted = frozenset({"spark.master", "spark.sql.shuffle.partitions", "spark.hadoop.fs.s3a.secret.key"})
+    with caplog.at_level("INFO", logger="dirtiness.session"):
+        assert not_submitted(ours, submitted) == {"spark.ui.retainedJobs": "100"}
+    assert "spark.hadoop.fs.s3a.secret.key, spark.sql.shuffle.partitions" in caplog.text
+    assert "ours-not-logged" not in caplog.text and "4" not in caplog.text
+    assert not_submitted(ours, frozenset()) == ours
+    assert submitted_keys({}) == frozenset()  # no JVM launched this Python: nothing submitted, no JVM started

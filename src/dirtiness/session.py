@@ -37,20 +37,45 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     if set_master and spark_conf.get("master"):
         builder = builder.master(spark_conf["master"])
     settings = spark_settings(spark_conf.get("conf"))
-    # only a JVM started here reads these; spark-submit users pass their own
-    options = driver_java_options(settings.get("spark.driver.extraJavaOptions", ""), os.environ)
-    if spark_conf.get("log4j_config"):
-        options = f"{options} -Dlog4j2.configurationFile=file:{os.path.join(CONF, spark_conf['log4j_config'])}"
-    if options.strip():
-        settings["spark.driver.extraJavaOptions"] = options.strip()
+    settings["spark.log.level"] = spark_conf.get("log_level", "WARN")
+    submitted = frozenset() if set_master else submitted_keys(os.environ)
+    if submitted:  # spark-submit started the JVM: its settings stand, and its driver's memory and options are set
+        settings = not_submitted(settings, submitted)
+        for key in ("spark.driver.memory", "spark.driver.extraJavaOptions"):
+            settings.pop(key, None)
+    else:  # a JVM started here, with these options
+        options = driver_java_options(settings.get("spark.driver.extraJavaOptions", ""), os.environ)
+        if spark_conf.get("log4j_config"):
+            options = f"{options} -Dlog4j2.configurationFile=file:{os.path.join(CONF, spark_conf['log4j_config'])}"
+        if options.strip():
+            settings["spark.driver.extraJavaOptions"] = options.strip()
     # Python workers (the SQL parser runs in them) use this interpreter and its packages, unless told otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    builder = builder.config("spark.log.level", spark_conf.get("log_level", "WARN"))
     spark = builder.getOrCreate()
     resolve_names_once(spark)
     return spark
+
+
+def submitted_keys(environ) -> frozenset[str]:
+    """The Spark settings spark-submit gave the JVM this process runs under: its ``--conf``, its flags
+    (``--driver-memory``, ...) and ``spark-defaults.conf``. None when no JVM launched this Python."""
+    if not environ.get("PYSPARK_GATEWAY_PORT"):  # PySpark's sign that a JVM launched this Python
+        return frozenset()
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to that JVM: without it SparkConf() is Python's own, empty
+    return frozenset(key for key, _ in SparkConf().getAll())  # the JVM's spark.* properties
+
+
+def not_submitted(settings: dict[str, str], submitted: frozenset[str]) -> dict[str, str]:
+    """Our settings less those the submission gives: a ``--conf`` or a cluster's ``spark-defaults.conf`` is
+    the one the user chose for that cluster, ``conf/job.yaml``'s was chosen for ``local[2]``."""
+    kept = sorted(key for key in settings if key in submitted)
+    if kept:  # names only: a submitted value may be a secret (an access key)
+        log.info("spark-submit's own %s kept (not the configuration's)", ", ".join(kept))
+    return {key: value for key, value in settings.items() if key not in submitted}
 
 
 GARBAGE_COLLECTOR = re.compile(r"-XX:\+Use\w+GC\b")
