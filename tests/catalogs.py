@@ -112,7 +112,8 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
     blocks filled eagerly, as under Sail; ``deploy_suffix``: the staging suffix's template (``stg``: ``_stg``).
     The plan is built and its invariants checked, so every scenario is also a plan that must pass them."""
     old_doc, new_doc, forced = batch_documents(scenarios)
-    folder = tempfile.mkdtemp(prefix="dirtiness-scenarios-")
+    scratch = tempfile.TemporaryDirectory(prefix="dirtiness-scenarios-")  # gone once the rows are read
+    folder = scratch.name
     for side, document in (("old", old_doc), ("new", new_doc)):
         with open(os.path.join(folder, f"{side}.yaml"), "w") as handle:
             yaml.safe_dump(document, handle)
@@ -128,8 +129,9 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
     settings = resolve(RunParams(old=os.path.join(folder, "old.yaml"), new=os.path.join(folder, "new.yaml"),
                                  out=os.path.join(folder, "out"), forced_schemas=forced, run_id="scenarios",
                                  rules=RULES.get(rules, rules), strategy=strategy, allow_destructive=True), config)
-    result = compute(settings, spark)
-    rows = {table: [r.asDict() for r in held.frame.collect()] for table, held in result.tables.items()}
+    with scratch:
+        result = compute(settings, spark)
+        rows = {table: [r.asDict() for r in held.frame.collect()] for table, held in result.tables.items()}
     outcomes = {}
     for i, s in enumerate(scenarios):
         p = _prefix(i)
