@@ -66,10 +66,8 @@ def named_outputs(programs: dict[str, tuple[CheckedProgram, Evaluation]], dictio
     union = reduce(DataFrame.unionByName, parts)
     kinds = {r: [kind_of(d) for d in checked.domains(r)]
              for checked, _ in programs.values() for r in (*checked.base, *checked.derived)}
-    for i in range(width):
-        union = named(union, dictionary, kinds, f"c{i}")
-    for i in range(cause_width):
-        union = named(union, dictionary, kinds, f"k{i}", relation="cause_rel")
+    union = named(union, dictionary, kinds, [f"c{i}" for i in range(width)])
+    union = named(union, dictionary, kinds, [f"k{i}" for i in range(cause_width)], relation="cause_rel", texts=True)
     labels = F.create_map(*(x for program, (checked, _) in programs.items() for i, rule in enumerate(checked.rules)
                             for x in (F.lit(f"{program}:{i}"), F.lit(rule.label))))
     single = [r for checked, _ in programs.values() for r in checked.derived if checked.domains(r) == (OBJECT_DOMAIN,)]
