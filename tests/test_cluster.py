@@ -113,9 +113,8 @@ def test_the_wheel_spark_submitted_to_a_standalone_cluster_gives_the_local_rows(
     assert len(executors) == 2, executors  # two executor JVMs, each with its own folder
     assert_same_rows(example_run.out, out)
     log, = events.glob("*/events_*")  # Spark 4: a folder per application, its events in numbered files
-    started = next(event for event in map(json.loads, log.read_text().splitlines())
-                   if event["Event"] == "SparkListenerEnvironmentUpdate")["Spark Properties"]
-    properties = dict(started.items() if isinstance(started, dict) else started)
+    properties = next(event for event in map(json.loads, log.read_text().splitlines())
+                      if event["Event"] == "SparkListenerEnvironmentUpdate")["Spark Properties"]
     assert properties["spark.sql.shuffle.partitions"] == "3"  # submitted, not job.yaml's 4
     assert properties["spark.ui.retainedJobs"] == "100"  # job.yaml's, which the submission does not set
     # spark-submit started the driver before job.yaml was read: its options are not claimed to be ours
