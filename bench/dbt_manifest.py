@@ -65,7 +65,15 @@ def main() -> None:
     args = parser.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="dirtiness-dbt-bench-")
     os.makedirs(work, exist_ok=True)
+    try:
+        measure(args, work)
+    finally:  # a failed or interrupted run leaves nothing behind either
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
+
+def measure(args: argparse.Namespace, work: str) -> None:
+    """The manifest's conversion and ``args.runs`` runs of the job in ``work``; the JSON line on stdout."""
     with gzip.open(FIXTURE, "rt", encoding="utf-8") as handle:
         prod = repeated(json.load(handle), args.copies)
     target = copy.deepcopy(prod)
@@ -108,8 +116,6 @@ def main() -> None:
                       "convert_s": round(statistics.median(convert), 3), "run_s": [round(w, 1) for w in walls],
                       "run_median_s": round(statistics.median(walls), 1), "selected": selection,
                       "seconds": summary.get("seconds")}))
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,15 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     work = args.keep or tempfile.mkdtemp(prefix="dirtiness-bench-")
+    try:
+        measure(args, work)
+    finally:  # a failed or interrupted run leaves nothing behind either
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, work: str) -> None:
+    """One run in ``work``, its figures printed: the table on stderr, the JSON line on stdout."""
     started = time.perf_counter()
     if args.example:
         old_path, new_path = (str(PROJECT_ROOT / "examples" / f"{side}.yaml") for side in ("old", "new"))
@@ -153,8 +162,6 @@ def main() -> None:
     report.update(_read_back(out, os.path.join(work, "report.html"), config))
     if not args.no_reference:
         report.update(_reference(settings.checked, out, summary["run_id"], config))
-    if not args.keep and not args.example:
-        shutil.rmtree(work, ignore_errors=True)
     for name, figures in report["stages"].items():
         rounds_jobs = f" (+{figures['rounds_jobs']} in its rounds)" if "rounds_jobs" in figures else ""
         print(f"stage {name:<11} {figures['seconds'] or 0:7.2f} s  {figures['jobs']:5d} jobs {figures['stages']:5d} "
