@@ -4,6 +4,7 @@ The seed scenarios through the Spark Connect protocol: test_sail.py (a Sail serv
 """
 
 import os
+import re
 import shutil
 import sys
 
@@ -26,13 +27,18 @@ def connect_server(tmp_path_factory):
                "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.driver.memory=4g", "--conf", "spark.buffer.pageSize=2m"]
     with serving(command, port, log, env={**os.environ, "PYSPARK_PYTHON": sys.executable}) as remote:
-        yield remote
+        yield remote, log
 
 
 @pytest.mark.processes
 def test_the_example_through_spark_connect_gives_the_classic_rows(connect_server, example_run, tmp_path):
-    run_remote(connect_server, tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
+    remote, log = connect_server
+    run_remote(remote, tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
     assert_same_rows(example_run.out, tmp_path / "out")
+    # the run's session was released as the command ended, not left to the server's idle timeout (an hour)
+    opened = set(re.findall(r"Session with userId: \S* and sessionId: ([0-9a-f-]+) accessed", log.read_text()))
+    closed = set(re.findall(r"Closing session with userId: \S* and sessionId: ([0-9a-f-]+)", log.read_text()))
+    assert len(opened) == 1 and closed == opened, (opened, closed)
 
 
 def test_the_package_uses_nothing_spark_connect_lacks():

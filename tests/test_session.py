@@ -66,3 +66,29 @@ def test_a_setting_spark_submit_gives_wins_and_is_named_without_its_value(caplog
     assert "ours-not-logged" not in caplog.text and "4" not in caplog.text
     assert not_submitted(ours, frozenset()) == ours
     assert submitted_keys({}) == frozenset()  # no JVM launched this Python: nothing submitted, no JVM started
+
+
+def test_releasing_a_session_waits_for_the_server_at_most_its_bound(caplog):
+    """A Spark Connect server that does not answer the release (gone, or retried by the client for minutes)
+    costs the command the bound, then one warning; one that answers is waited for."""
+    from dirtiness.session import release
+
+    class Session:
+        def __init__(self, answers: bool):
+            self.answers, self.asked, self.unblock = answers, threading.Event(), threading.Event()
+
+        def stop(self):
+            self.asked.set()
+            if not self.answers:
+                self.unblock.wait()
+
+    answering = Session(answers=True)
+    with caplog.at_level("WARNING", logger="dirtiness.session"):
+        release(answering, seconds=60)
+    assert answering.asked.is_set() and caplog.text == ""
+    silent = Session(answers=False)
+    with caplog.at_level("WARNING", logger="dirtiness.session"):
+        release(silent, seconds=0.2)
+    assert silent.asked.is_set()
+    assert "did not release the session within 0.2 s" in caplog.text
+    silent.unblock.set()

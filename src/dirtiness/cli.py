@@ -195,9 +195,8 @@ def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
 
 
 def _run(args, set_master: bool) -> int:
-    from .pipeline import run
-    from .publish import format_summary, unchanged_in, unchanged_since
-    from .session import build_session
+    from .publish import unchanged_in, unchanged_since
+    from .session import command_session
     from .store.delta import DeltaStore, choose_backend
     from .store.output_root import check_writable
 
@@ -207,26 +206,36 @@ def _run(args, set_master: bool) -> int:
     read = read_settings(args.out, None, config)  # a bad report setting fails before Spark starts
     latest = unchanged_since(settings.out, fingerprints) if args.if_changed else None
     if latest is None:
-        spark = build_session(config, set_master=set_master, remote=args.remote or os.environ.get("SPARK_REMOTE"))
-        if args.if_changed:  # what delta-rs could not read, the session's store may
-            latest = unchanged_in(DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend)),
-                                  fingerprints)
+        remote = args.remote or os.environ.get("SPARK_REMOTE")
+        with command_session(config, set_master=set_master, remote=remote) as spark:
+            if args.if_changed:  # what delta-rs could not read, the session's store may
+                latest = unchanged_in(DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend)),
+                                      fingerprints)
+            if not latest:
+                summary = _computed(spark, settings, read, args.report)
     if latest:
         summary = _skipped(settings, latest)
         if args.report:  # the page of the run that still stands
             _report(replace(read, run_id=latest["run_id"]), args.report)
-    else:
-        try:
-            summary = run(spark, settings)
-        except Exception:
-            if args.report:  # a page saying why the run failed, for the CI artifact; never hides the error
-                _report_failure(replace(read, run_id=settings.run_id), args.report)
-            raise
-        print(format_summary(summary))
-        if args.report:
-            _report(replace(read, run_id=settings.run_id), args.report)
     _write_summary(args.summary_json, summary)
     return EXIT_OK
+
+
+def _computed(spark, settings, read: ReadSettings, report: str | None) -> dict:
+    """The run, its summary printed and its page written (a page saying why, if it failed)."""
+    from .pipeline import run
+    from .publish import format_summary
+
+    try:
+        summary = run(spark, settings)
+    except Exception:
+        if report:  # a page saying why the run failed, for the CI artifact; never hides the error
+            _report_failure(replace(read, run_id=settings.run_id), report)
+        raise
+    print(format_summary(summary))
+    if report:
+        _report(replace(read, run_id=settings.run_id), report)
+    return summary
 
 
 def _warn_drift(rows) -> None:

@@ -18,6 +18,10 @@ from .jvm_names import resolve_names_once
 
 log = logging.getLogger(__name__)
 
+# The longest a command waits for a Spark Connect server to release its session: a server that is gone is
+# retried by PySpark's client for minutes, and the command's outcome is known by then.
+RELEASE_SECONDS = 30.0
+
 
 def build_session(config: dict, set_master: bool = True, remote: str | None = None) -> SparkSession:
     """A session from the ``spark`` section; ``set_master=False`` under spark-submit, which sets its own.
@@ -56,6 +60,36 @@ def build_session(config: dict, set_master: bool = True, remote: str | None = No
     spark = builder.getOrCreate()
     resolve_names_once(spark)
     return spark
+
+
+@contextlib.contextmanager
+def command_session(config: dict, set_master: bool = True, remote: str | None = None) -> Iterator[SparkSession]:
+    """The session one command runs in (``build_session``).
+
+    A Spark Connect session the command opened is released when the command
+    ends, however it ends: the server then drops what the run left there (its
+    checkpoints, its cached frames) at once, not at its idle timeout (an hour
+    by default; PySpark's client does not release a session when its process
+    exits). A session that was active before (a notebook's, a test's) is its
+    owner's; a JVM this process started ends with the process.
+    """
+    borrowed = SparkSession.getActiveSession() is not None
+    spark = build_session(config, set_master=set_master, remote=remote)
+    try:
+        yield spark
+    finally:
+        if remote and not borrowed:
+            release(spark)
+
+
+def release(spark: SparkSession, seconds: float = RELEASE_SECONDS) -> None:
+    """``spark.stop()`` for a Spark Connect session, waited for at most ``seconds``."""
+    stopping = threading.Thread(target=spark.stop, name="dirtiness-release-session", daemon=True)
+    stopping.start()
+    stopping.join(seconds)
+    if stopping.is_alive():
+        log.warning("the Spark Connect server did not release the session within %g s: it ends it at its "
+                    "idle timeout", seconds)
 
 
 def submitted_keys(environ) -> frozenset[str]:
@@ -98,7 +132,7 @@ def connect_session(remote: str, spark_conf: dict) -> SparkSession:
     ``isModifiable`` is not asked first: Sail answers no for settings it does not know, yet takes them,
     and its clients need some of those set (``examples/sail/config.yaml``).
     """
-    spark = SparkSession.builder.remote(remote).getOrCreate()
+    spark = SparkSession.builder.remote(remote).create()  # its own, which the command releases (command_session)
     for key, value in spark_settings(spark_conf.get("conf")).items():
         if not key.startswith("spark.sql."):
             continue
