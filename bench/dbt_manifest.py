@@ -22,8 +22,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from work_folder import work_folder  # bench/, the script's own folder
 
 from dirtiness.config import PROJECT_ROOT
 from dirtiness.inputs.formats import to_document
@@ -63,13 +64,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", help="keep the manifests and outputs in this folder")
     args = parser.parse_args()
-    work = args.keep or tempfile.mkdtemp(prefix="dirtiness-dbt-bench-")
-    os.makedirs(work, exist_ok=True)
-    try:
+    with work_folder(args.keep, "dirtiness-dbt-bench-") as work:
         measure(args, work)
-    finally:  # a failed or interrupted run leaves nothing behind either
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def measure(args: argparse.Namespace, work: str) -> None:

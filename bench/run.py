@@ -28,7 +28,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,6 +36,7 @@ from floor import reachability_rounds  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from spark_work import RETAINED, SparkWork  # noqa: E402
 from synthetic import generate, write_snapshot  # noqa: E402
+from work_folder import work_folder  # noqa: E402
 
 from dirtiness.changeset.dirty_sets import column_names  # noqa: E402
 from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
@@ -66,12 +66,8 @@ def main() -> None:
         parser.error("give --objects N or --example")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    work = args.keep or tempfile.mkdtemp(prefix="dirtiness-bench-")
-    try:
+    with work_folder(args.keep, "dirtiness-bench-") as work:
         measure(args, work)
-    finally:  # a failed or interrupted run leaves nothing behind either
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def measure(args: argparse.Namespace, work: str) -> None:
