@@ -41,6 +41,13 @@ def test_the_example_through_spark_connect_gives_the_classic_rows(connect_server
     assert len(opened) == 1 and closed == opened, (opened, closed)
 
 
+@pytest.mark.processes
+def test_pyspark_local_connect_string_runs_the_example(example_run, tmp_path):
+    """``SPARK_REMOTE="local[2]"``: PySpark starts its own Connect server in the command's process."""
+    run_remote("local[2]", tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
+    assert_same_rows(example_run.out, tmp_path / "out")
+
+
 def test_the_package_uses_nothing_spark_connect_lacks():
     """Spark Connect has no SparkContext, RDDs or JVM handles: the package must not reach for them."""
     lacking = ("sparkContext", ".rdd", "_jvm", "_jsc", "_jdf", "_jsparkSession")

@@ -72,7 +72,7 @@ def test_drift_finds_every_kind_of_difference_and_nothing_else():
         ("a", "v", "kind", "view", "materialized-view"),
         ("b", "hand", "object", None, "view"),
         ("b", "m", "indexes", "m_id (id)", None)]
-    assert drift_line(rows, shown=2) == ("database db differs from its deploy record in 5 place(s): scratch schema "
+    assert drift_line(rows, shown=2) == ("database db differs from its deploy record in 5 places: scratch schema "
                                          "(absent -> present); a.t definition (and 3 more)")
     gone = drift(live(T, schemas=("a",)), record)
     assert {(r["schema"], r["name"], r["aspect"]) for r in gone} == {("b", None, "schema"), ("a", "v", "object"),
@@ -87,7 +87,7 @@ def test_a_plan_from_the_database_as_it_is_runs_and_hand_changes_under_a_plan_re
     from_file = Deployment("p", "s1", "s2", frozenset({"db.a"}), frozenset())
     assert refusal(from_file, history, LiveNow("s-live1", ())) is None
     assert refusal(from_file, history, LiveNow("s-live1", hand)) == (
-        "run p is stale: the database was changed by hand since run first was applied (1 difference(s) from the "
+        "run p is stale: the database was changed by hand since run first was applied (1 difference from the "
         "deploy record, first a.v definition), and the plan touches schema db.a; nothing applied: plan again from "
         "the database (run --old-from-database)")
     elsewhere = Deployment("p", "s1", "s2", frozenset({"db.b"}), frozenset())
@@ -179,11 +179,11 @@ def test_hand_changes_are_drift_and_a_plan_they_touch_is_refused(deployed, postg
     finally:
         del os.environ["DIRTINESS_DSN"]
     warned = [r.getMessage() for r in caplog.records if "differs from its deploy record" in r.getMessage()]
-    assert warned == ["warning: database flipper differs from its deploy record in 6 place(s): scratch schema "
+    assert warned == ["warning: database flipper differs from its deploy record in 6 places: scratch schema "
                       "(absent -> present); auction.bids definition; public.flipper_stats object (view -> absent); "
                       "public.flippers indexes; public.handmade object (absent -> view) (and 1 more) (the run plans "
                       "from what the database holds)"]
-    assert "drift: 6 difference(s) between the database and its deploy record" in capsys.readouterr().out
+    assert "drift: 6 differences between the database and its deploy record" in capsys.readouterr().out
     rows = pl.read_delta(os.path.join(out, "drift")).filter(pl.col("run_id") == "drifted").to_dicts()
     assert sorted((r["schema"], r["name"], r["aspect"]) for r in rows) == sorted(c for _, c in HAND_CHANGES)
     (report,) = [r for r in rows if r["name"] == "weekly_report"]
@@ -200,7 +200,7 @@ def test_hand_changes_are_drift_and_a_plan_they_touch_is_refused(deployed, postg
     assert main(["apply", "--out", out, "--run-id", "stale", "--dsn", deployed["dsn"], "--config", PG_CONFIG]) == 3
     (line,) = error_lines(capsys.readouterr().err)
     assert line == ("dirtiness: run stale is stale: the database was changed by hand since run from-database was "
-                    "applied (6 difference(s) from the deploy record, first public.flipper_stats object), and the "
+                    "applied (6 differences from the deploy record, first public.flipper_stats object), and the "
                     "plan touches schemas flipper.public, flipper.reporting; nothing applied: plan again from the "
                     "database "
                     "(run --old-from-database)"), line

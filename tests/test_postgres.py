@@ -154,7 +154,7 @@ def test_the_example_applies_like_a_fresh_deploy(postgres, batch, strategy, caps
     argv = ["apply", "--out", out, "--run-id", run_id, "--database", "flipper", "--parallel", "4"]
     assert main([*argv, "--dsn", dsn]) == 0
     printed = capsys.readouterr()
-    assert "operation(s) run, 0 already done" in printed.out
+    assert "operations run, 0 already done" in printed.out
     assert dsn not in printed.out + printed.err
     assert_like_fresh(dsn, expected, before, touched(batch["out"], run_id, "flipper"))
     os.environ["DIRTINESS_DSN"] = dsn
@@ -162,7 +162,7 @@ def test_the_example_applies_like_a_fresh_deploy(postgres, batch, strategy, caps
         assert main(argv) == 0  # again: nothing runs twice
     finally:
         del os.environ["DIRTINESS_DSN"]
-    assert " 0 operation(s) run" in capsys.readouterr().out
+    assert " 0 operations run" in capsys.readouterr().out
     log = pl.read_delta(os.path.join(out, "apply_log")).filter(pl.col("run_id") == run_id)
     succeeded = log.filter(pl.col("status") == "succeeded")
     assert succeeded.height == succeeded["seq"].n_unique() > 0
@@ -422,7 +422,7 @@ def test_without_transactions_an_unfinished_operation_is_in_doubt_until_resolved
            f"earlier apply" in line and f"--resolve {plan[0]['seq']}=succeeded" in line
     assert "(its DDL runs outside transactions, as Materialize's does" in line  # which case it is
     assert main([*argv, "--resolve", f"{plan[0]['seq']}=succeeded"]) == 0
-    assert " 3 operation(s) run, 1 already done" in capsys.readouterr().out
+    assert " 3 operations run, 1 already done" in capsys.readouterr().out
     assert without_oids(catalog(dsn)) == without_oids(fresh_state(postgres, batch, "shop"))
 
 

@@ -61,8 +61,8 @@ def test_every_readme_command_runs_as_written(example_run, postgres, tmp_path, m
         if argv[0] == "explain":
             assert printed.out.startswith("object materialize.public.flippers is dirty in run example")
     assert (tmp_path / "report.html").stat().st_size > 10_000
-    assert "applied run change: 14 operation(s) run, 0 already done" in said["apply change"]
+    assert "applied run change: 14 operations run, 0 already done" in said["apply change"]
     assert "plan (blue-green): 0 operations" in said["run again"]  # the database is the new project
-    assert "drift: 0 difference(s)" in said["run again"]
+    assert "drift: 0 differences" in said["run again"]
     assert yaml.safe_load((tmp_path / "postgres" / "deployed.yaml").read_text())["objects"]
-    assert "selection (--only materialize.reporting): 1 of 3 change(s) deployed" in said["run reporting-only"]
+    assert "selection (--only materialize.reporting): 1 of 3 changes deployed" in said["run reporting-only"]

@@ -135,7 +135,7 @@ def test_a_selected_schema_deploys_its_changes_and_what_moves_with_them(spark, t
                  "--only", "materialize.reporting", "--run-id", "chosen", "--allow-destructive"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert ("selection (--only materialize.reporting): 1 of 3 change(s) deployed; left as deployed: "
+    assert ("selection (--only materialize.reporting): 1 of 3 changes deployed; left as deployed: "
             "materialize.public.flip_activities, materialize.public.flipper_stats") in printed
     chosen = pl.read_delta(str(out / "selected_changes")).sort("name").to_dicts()
     assert [(r["name"], r["change"], r["selected"], r["because"]) for r in chosen] == [

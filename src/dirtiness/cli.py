@@ -18,6 +18,7 @@ from .datalog.syntax import ProgramError
 from .errors import InputError, PolicyError, PublishError
 from .inputs.formats import FORMATS
 from .config import ReadSettings, load_config, read_settings
+from .wording import counted
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_POLICY = 0, 1, 2, 3
 
@@ -391,8 +392,8 @@ def _apply(args) -> int:
     if args.dry_run:
         print(summary["dry_run"])
     else:
-        print(f"applied run {summary['run_id']}: {summary['ran']} operation(s) run, {summary['already_done']} "
-              f"already done, in {summary['seconds']:.1f} s")
+        print(f"applied run {summary['run_id']}: {counted(summary['ran'], 'operation')} run, "
+              f"{summary['already_done']} already done, in {summary['seconds']:.1f} s")
     return EXIT_OK
 
 

@@ -70,6 +70,7 @@ from .plan.statements import render
 from .plan.steps import layered
 from .session import session_settings
 from .settings import RunSettings
+from .wording import counted
 
 log = logging.getLogger("dirtiness")
 
@@ -139,8 +140,10 @@ def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = No
         result.objects = loaded.objects
         result.small_catalog = settings.small_catalog(loaded.objects)
         conf = settings.small_catalog_settings(loaded.objects)
-        if result.small_catalog:
-            log.info("small catalog (%d objects): computed with %s", loaded.objects, conf)
+        if result.small_catalog:  # which settings, by their place in the configuration (not their values)
+            log.info("small catalog (%s): computed in one partition (spark.small_catalog_conf%s)",
+                     counted(loaded.objects, "object"),
+                     " and local_catalog_conf" if settings.held_as_rows(loaded.objects) else "")
         with session_settings(spark, conf):
             try:
                 _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)

@@ -18,6 +18,7 @@ from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
 from .pipeline import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
+from .wording import counted
 from .store.delta import DeltaStore
 from .store.run_reads import latest_succeeded
 from .store.run_log import (
@@ -179,10 +180,11 @@ def format_summary(summary: dict) -> str:
     lines = [
         f"run {summary['run_id']}: {summary['status']} in {summary['seconds']['total']:.1f} s",
         "  dirty: " + ", ".join(f"{n} {t}" for t, n in counts.items()),
-        f"  plan ({summary['strategy']}): {summary['counts'].get('ddl_plan', 0)} operations: {phases}",
-        f"  base facts: {sum(summary['facts'].values())} rows in {len(summary['facts'])} relations",
-        f"  rules: {summary['rules']} ({summary['rounds']} rounds to the fixed point), "
-        f"{summary['plan_rules']} ({summary['plan_rounds']} rounds)",
+        f"  plan ({summary['strategy']}): {counted(summary['counts'].get('ddl_plan', 0), 'operation')}: {phases}",
+        f"  base facts: {counted(sum(summary['facts'].values()), 'row')} in "
+        f"{counted(len(summary['facts']), 'relation')}",
+        f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point), "
+        f"{summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})",
         f"  stages: {stages}",
         f"  tables: {summary['out']} ({summary['delta_backend']} backend)",
     ]
@@ -191,17 +193,18 @@ def format_summary(summary: dict) -> str:
         flags = chosen["flags"] if len(chosen["flags"]) <= 120 else f"{chosen['flags'].count('--')} selectors"
         left = chosen["excluded"][:10] + ([f"and {len(chosen['excluded']) - 10} more"]
                                           if len(chosen["excluded"]) > 10 else [])
-        lines.append(f"  selection ({flags}): {len(chosen['selected'])} of {chosen['changes']} change(s) "
+        lines.append(f"  selection ({flags}): {len(chosen['selected'])} of {counted(chosen['changes'], 'change')} "
                      f"deployed; left as deployed: {', '.join(left) or 'none'}")
     if summary.get("drift") is not None:
-        lines.append(f"  drift: {summary['drift']} difference(s) between the database and its deploy record "
-                     f"(table drift)")
+        lines.append(f"  drift: {counted(summary['drift'], 'difference')} between the database and its deploy "
+                     f"record (table drift)")
     if summary.get("needing_attention"):
         lines.append("  needing attention (dirty, not redeployed by blue-green): "
                      + ", ".join(summary["needing_attention"]))
     if summary.get("unit_tests"):
         tests = summary["unit_tests"]
-        lines.append(f"  unit tests (mz-deploy's; never deployed): {sum(tests.values())} in {len(tests)} object(s)")
+        lines.append(f"  unit tests (mz-deploy's; never deployed): {sum(tests.values())} in "
+                     f"{counted(len(tests), 'object')}")
     if summary.get("verbatim"):
         lines.append("  statements carried verbatim (not qualified or rewritten): " + ", ".join(summary["verbatim"]))
     return "\n".join(lines)

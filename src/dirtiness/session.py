@@ -132,7 +132,15 @@ def connect_session(remote: str, spark_conf: dict) -> SparkSession:
     ``isModifiable`` is not asked first: Sail answers no for settings it does not know, yet takes them,
     and its clients need some of those set (``examples/sail/config.yaml``).
     """
-    spark = SparkSession.builder.remote(remote).create()  # its own, which the command releases (command_session)
+    if remote.startswith("local"):
+        # PySpark's own local server ("local[2]"): started in this process, so only getOrCreate starts it
+        # (create refuses a local string); the command's, as no session was active (``build_session``).
+        builder = SparkSession.builder.remote(remote)
+        for key, value in spark_settings(spark_conf.get("conf")).items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    else:
+        spark = SparkSession.builder.remote(remote).create()  # its own, which the command releases
     for key, value in spark_settings(spark_conf.get("conf")).items():
         if not key.startswith("spark.sql."):
             continue

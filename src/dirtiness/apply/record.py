@@ -27,6 +27,8 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 
+from ..wording import counted
+
 TABLE = "deployments"
 COLUMNS = ("run_id", "old_fingerprint", "new_fingerprint", "schemas", "clusters", "applied_at", "live_fingerprint",
            "changes")
@@ -80,8 +82,8 @@ def refusal(mine: Deployment, history: list[Deployment], now: LiveNow | None = N
         what = f"{first['schema']}.{first['name']} {first['aspect']}" if first["name"] else \
             f"schema {first['schema']}"
         last = f" since run {others[-1].run_id} was applied" if others else ""
-        return (f"run {mine.run_id} is stale: the database was changed by hand{last} ({len(now.drift)} "
-                f"difference(s) from the deploy record, first {what}), and the plan touches schema"
+        return (f"run {mine.run_id} is stale: the database was changed by hand{last} "
+                f"({counted(len(now.drift), 'difference')} from the deploy record, first {what}), and the plan touches schema"
                 f"{'s' if len(both) > 1 else ''} {', '.join(both)}; nothing applied: plan again from the database "
                 f"(run --old-from-database)")
     return None

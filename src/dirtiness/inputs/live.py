@@ -35,6 +35,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from ..wording import counted
+
 SYSTEM = ("pg_catalog", "information_schema")
 
 SCHEMAS = """
@@ -246,7 +248,7 @@ def drift_line(rows: list[dict], shown: int = 5) -> str:
              f"({r['recorded'] or 'absent'} -> {r['live'] or 'absent'})" if r["aspect"] in ("schema", "object", "kind")
              else f"{r['schema']}.{r['name']} {r['aspect']}" for r in rows]
     more = f" (and {len(parts) - shown} more)" if len(parts) > shown else ""
-    return (f"database {rows[0]['database']} differs from its deploy record in {len(rows)} place(s): "
+    return (f"database {rows[0]['database']} differs from its deploy record in {counted(len(rows), 'place')}: "
             f"{'; '.join(parts[:shown])}{more}")
 
 
