@@ -66,14 +66,14 @@ GOOD = [obj("d.s.a"), obj("d.s.b", depends_on=["d.s.a"])]
     ({"objects": [obj("d.s.a", depends_on=["d.ghost"])]}, "d.s.a: dependency 'd.ghost' is not a three-part reference"),
     ({"objects": [obj("d.s.a", depends_on=[["d", "s", "x", "y"]])]}, "is not a three-part reference"),
     ({"items": []}, "new.yaml: not a snapshot: expected a document with an 'objects' list"),
-    ({"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}, "7 invalid object(s)"),
+    ({"objects": [obj(f"d.s.o{i}", kind="nope") for i in range(7)]}, "7 invalid objects"),
     ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c"}]),
                   obj("d.s.b", indexes=[{"name": "i", "cluster": "c"}])]},
      "d.s.b: index 'i' is also an index of d.s.a (index names are unique within a schema)"),
     ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c", "key": "a"}])]},
      "d.s.a: index i: 'key' must be a non-empty list of SQL expressions"),
-    ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c", "columns": ["a"]}])]},
-     "d.s.a: index i: unknown field(s) columns"),
+    ({"objects": [obj("d.s.a", indexes=[{"name": "i", "cluster": "c", "clustr": "c"}])]},
+     "new.yaml:6: unknown field 'clustr' of an index (d.s.a); did you mean 'cluster'?"),
 ])
 def test_bad_document_exits_2_before_spark_starts(tmp_path, capsys, new, message):
     """A document is validated while settings resolve: no session is needed to reject it."""
@@ -121,6 +121,21 @@ def test_all_problems_of_one_kind_in_one_line(tmp_path, capsys):
     assert main(["run", "--old", old, "--new", write_yaml(tmp_path / "new.yaml", new), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "d.s.o0: unknown kind 'nope'" in err and "d.s.o4" in err and "(and 2 more)" in err
+
+
+def test_a_misspelt_field_is_one_line_with_its_first_line_and_a_hint(tmp_path, capsys):
+    """Each unknown field once, however many objects carry it: where it first is, and the field it may mean."""
+    new = {"objects": [obj("d.s.a"), obj("d.s.b", depend_on=["d.s.a"]), obj("d.s.c", depend_on=["d.s.b"]),
+                       obj("d.s.d", colour="blue")]}
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    path = write_yaml(tmp_path / "new.yaml", yaml.safe_dump(new, sort_keys=False))
+    lines = open(path).read().splitlines()
+    first, colour = (next(n for n, line in enumerate(lines, 1) if word in line) for word in ("depend_on", "colour"))
+    assert main(["run", "--old", old, "--new", path, "--out", str(tmp_path / "out")]) == 2
+    err = error_lines(capsys.readouterr().err)
+    assert err == [f"dirtiness: {path}:{first}: unknown field 'depend_on' of an object (2 objects, first d.s.b); "
+                   f"did you mean 'depends_on'?",
+                   f"dirtiness: {path}:{colour}: unknown field 'colour' of an object (d.s.d)"], err
 
 
 def write_tables(folder, objects, dependencies=None, indexes=None):

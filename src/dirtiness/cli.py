@@ -15,7 +15,7 @@ from typing import NoReturn
 from .apply.runner import ApplyError
 
 from .datalog.syntax import ProgramError
-from .errors import InputError, PolicyError, PublishError
+from .errors import InputError, InputProblems, PolicyError, PublishError
 from .inputs.formats import FORMATS
 from .config import ReadSettings, load_config, read_settings
 from .wording import counted
@@ -191,8 +191,9 @@ def _log_to_stderr() -> None:
 def _fail(error: Exception, debug: bool, prefix: str = "") -> None:
     if debug:
         traceback.print_exc()
-    message = " ".join(str(error).split()) or type(error).__name__
-    print(f"dirtiness: {prefix}{message}", file=sys.stderr)
+    for line in error.lines if isinstance(error, InputProblems) else [str(error)]:
+        message = " ".join(line.split()) or type(error).__name__
+        print(f"dirtiness: {prefix}{message}", file=sys.stderr)
 
 
 def _run(args, set_master: bool) -> int:

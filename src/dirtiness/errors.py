@@ -5,6 +5,14 @@ class InputError(ValueError):
     """Bad input or usage (exit 2): the message names the file, the object and the problem."""
 
 
+class InputProblems(InputError):
+    """Several problems of one input (exit 2), each its own line: one per misspelt field, say."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+
+
 class PolicyError(RuntimeError):
     """The plan is refused by policy (exit 3), e.g. destructive steps without permission."""
 

@@ -20,7 +20,7 @@ from . import fingerprints as fingerprints_of
 from .changeset.rules import load_plan_rules, load_rules
 from .datalog.check import CheckedProgram
 from .datalog.holding import STORAGE, Holding
-from .errors import InputError
+from .errors import InputError, summarize
 from .inputs.formats import FORMATS, detect
 from .apply.record import STATE
 from .inputs.from_database import dsn_from, read_database
@@ -29,6 +29,7 @@ from .inputs.selection import Selection, select
 from .inputs.snapshot import Document, check_parquet_footers, is_document, read_document
 from .plan.dialect import Dialect
 from .session import spark_settings
+from .wording import counted
 
 STRATEGIES = ("blue-green", "in-place")
 
@@ -223,13 +224,15 @@ def _check_identifiers(document: Document, dialect: Dialect) -> None:
     limit = dialect.max_identifier_length
     if not limit:
         return
+    found = {}  # every name part that is too long, once, with the first object it names
     for entry in document.objects:
         for part in entry[:3]:
-            if len(part.encode("utf-8")) > limit:
-                where = ".".join(entry[:3])
-                raise InputError(f"{document.path}: {where}: the name {part[:20]!r}... is {len(part.encode('utf-8'))} "
-                                 f"bytes long; the {dialect.name} dialect allows {limit} (the database would "
-                                 f"truncate it)")
+            if len(part.encode("utf-8")) > limit and part not in found:
+                found[part] = f"{'.'.join(entry[:3])}: the name {part[:20]!r}... is {len(part.encode('utf-8'))} bytes"
+    if found:
+        raise InputError(summarize(list(found.values()), f"{document.path}: {counted(len(found), 'name')} longer "
+                                   f"than the {dialect.name} dialect allows ({limit} bytes; the database would "
+                                   f"truncate them)"))
 
 
 def _deploy_id(text: str) -> str:

@@ -14,7 +14,7 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The known names most like ``name``, best first (none when nothing is close)."""
-    return difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.6)
+    return difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.75)
 
 
 def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:

@@ -20,8 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import local_frame
-from ..errors import InputError, summarize
+from ..errors import InputError, InputProblems, summarize
 from ..model import KEY, KINDS
+from ..wording import counted, did_you_mean
 from .formats import detect, to_document
 
 OBJECTS = T.StructType([
@@ -195,7 +196,10 @@ def parse_document(document, path: str = "<document>") -> Document:
 
     objects, dependencies, indexes, problems, seen = [], [], [], [], set()
     index_owner: dict[tuple, tuple] = {}  # (database, schema, index) -> the object it indexes
+    unknown: dict[tuple[str, bool], list[tuple[int, int | None, str]]] = {}  # (field, of an index) -> where
     for number, entry in enumerate(entries, start=1):
+        for field, index, name in _unknown_fields(entry, number):
+            unknown.setdefault((field, index is not None), []).append((number, index, name))
         try:
             key, row, deps, idx = _parse_object(entry, number)
         except _Problem as problem:
@@ -214,9 +218,62 @@ def parse_document(document, path: str = "<document>") -> Document:
         objects.append(row)
         dependencies.extend((*key, *dep) for dep in deps)
         indexes.extend((*key, *i) for i in idx)
+    if unknown:  # one line per misspelt field, where it first appears, with the field it may have meant
+        lines = [_unknown_line(path, field, in_index, found) for (field, in_index), found in unknown.items()]
+        if problems:
+            lines.append(summarize(problems, f"{path}: {counted(len(problems), 'other invalid object')}"))
+        raise InputProblems(lines)
     if problems:
-        raise InputError(summarize(problems, f"{path}: {len(problems)} invalid object(s)"))
+        raise InputError(summarize(problems, f"{path}: {counted(len(problems), 'invalid object')}"))
     return Document(path, objects, dependencies, indexes)
+
+
+OBJECT_FIELDS = (*KEY, "kind", "hash", "cluster", "replacement", "depends_on", "indexes", "sql", "tool_id")
+INDEX_FIELDS = ("name", "cluster", "key")
+
+
+def _unknown_fields(entry, number: int) -> list[tuple[str, int | None, str]]:
+    """``(field, index position or None, object name)`` of every field of an object entry, or of one of its
+    indexes, that a snapshot does not have."""
+    if not isinstance(entry, dict):
+        return []
+    key = tuple(entry.get(part) for part in KEY)
+    name = _show(key) if all(isinstance(p, str) and p for p in key) else f"object #{number}"
+    found = [(str(f), None, name) for f in entry if f not in OBJECT_FIELDS]
+    indexes = entry.get("indexes")
+    for position, index in enumerate(indexes if isinstance(indexes, list) else []):
+        if isinstance(index, dict):
+            found += [(str(f), position, name) for f in index if f not in INDEX_FIELDS]
+    return found
+
+
+def _unknown_line(path: str, field: str, in_index: bool, found: list[tuple[int, int | None, str]]) -> str:
+    number, index, name = found[0]
+    line = _line_of_field(path, number, index, field)
+    where = f"{path}:{line}" if line else path
+    owner = "an index" if in_index else "an object"
+    objects = len({n for n, _, _ in found})
+    seen = f"{name}" if objects == 1 else f"{counted(objects, 'object')}, first {name}"
+    return (f"{where}: unknown field {field!r} of {owner} ({seen})"
+            f"{did_you_mean(field, INDEX_FIELDS if in_index else OBJECT_FIELDS)}")
+
+
+def _line_of_field(path: str, number: int, index: int | None, field: str) -> int | None:
+    """The line of ``field`` in object ``number`` (from 1) of the document at ``path`` (in its index at
+    ``index``): the document composed again, only on the way to an error."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            root = yaml.compose(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        entry = _value(root, "objects").value[number - 1]
+        if index is not None:
+            entry = _value(entry, "indexes").value[index]
+        return next(k.start_mark.line + 1 for k, _ in entry.value if k.value == field)
+    except Exception:  # noqa: BLE001 - not a file, not the shape expected: the message goes without a line
+        return None
+
+
+def _value(mapping, key: str):
+    return next(v for k, v in mapping.value if k.value == key)
 
 
 class _Problem(ValueError):
@@ -253,10 +310,6 @@ def _parse_object(entry, number: int):
         replacement = False
     if not isinstance(replacement, bool):
         raise _Problem(f"{name}: field 'replacement' must be true or false, not {replacement!r}")
-    unknown = sorted(set(entry) - {*KEY, "kind", "hash", "cluster", "replacement", "depends_on", "indexes", "sql",
-                                   "tool_id"})
-    if unknown:
-        raise _Problem(f"{name}: unknown field(s) {', '.join(unknown)}")
     deps = [_reference(ref, name) for ref in _list(entry, "depends_on", name)]
     idx = []
     for index in _list(entry, "indexes", name):
@@ -269,9 +322,6 @@ def _parse_object(entry, number: int):
         if expressions is not None and (not isinstance(expressions, list) or not expressions
                                         or not all(isinstance(k, str) and k.strip() for k in expressions)):
             raise _Problem(f"{name}: index {index['name']}: 'key' must be a non-empty list of SQL expressions")
-        unknown = sorted(set(index) - {"name", "cluster", "key"})
-        if unknown:
-            raise _Problem(f"{name}: index {index['name']}: unknown field(s) {', '.join(unknown)}")
         idx.append((index["name"], cluster, ", ".join(expressions) if expressions else None))
     row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"), entry.get("tool_id"))
     return key, row, deps, idx
