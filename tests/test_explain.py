@@ -120,7 +120,17 @@ def test_cli_text_json_and_errors(seeds, capsys):
     assert main(["explain", "--out", out, "--schema", "db.nope"]) == 2
     assert "db.nope: no such schema" in capsys.readouterr().err
     assert main(["explain", "--out", out, "a.b"]) == 2
-    assert "a.b: expected an object as DATABASE.SCHEMA.NAME" in capsys.readouterr().err
+    assert "a.b: no such object in the old or the new project (run seeds)" in capsys.readouterr().err
+    assert main(["explain", "--out", out, "a.b.c.d"]) == 2
+    assert "a.b.c.d: an object has at most 3 name parts" in capsys.readouterr().err
+    # any unambiguous suffix, as `select` prints names; the closest names when nothing matches
+    both = prefix_of(scenarios, "two_reasons")
+    assert main(["explain", "--out", out, "both.x"]) == 0
+    assert capsys.readouterr().out.startswith(f"object {both}db.both.x is dirty in run seeds")
+    assert main(["explain", "--out", out, "flippers"]) == 2  # every scenario has one
+    assert "flippers: names" in capsys.readouterr().err
+    assert main(["explain", "--out", out, f"{p}materialize.public.flipers"]) == 2
+    assert f"(run seeds); did you mean {p}materialize.public.flippers or " in capsys.readouterr().err
     assert main(["explain", "--out", out, "a.b.c", "--cluster", "x"]) == 2
     assert "exactly one of" in capsys.readouterr().err
     assert main(["explain", "--out", out, "--run-id", "nope", "a.b.c"]) == 2
@@ -171,3 +181,8 @@ def test_why_a_schema_is_swapped_and_an_object_it_held_is_removed(seeds):
     flippers = explain(RunTables.open(out), "object", (p + "materialize", "public", "flippers"))
     removed = next(d for d in flippers.decisions if d["relation"] == "Removed")
     assert (removed["rule"], removed["cause"]) == ("in_swapped_schema", f"Swapped({p}materialize, public)")
+    # one story: the staged object's deployed copy is removed by the swap that puts the staged one in
+    assert flippers.decision["decision"] == "redeployed by staging"
+    assert (f"  Removed (rule in_swapped_schema, round {removed['round']}): the deployed copy leaves production "
+            f"with its schema {p}materialize.public, which the swap takes out; the new copy takes its place\n"
+            in format_text(flippers))

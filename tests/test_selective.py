@@ -65,6 +65,12 @@ def test_a_selector_names_an_object_a_schema_or_a_cluster():
     by_schema = keyed(select(OLD, NEW, ["db.b"], []))
     assert sorted(k for k, (_, chosen, _) in by_schema.items() if chosen) == ["db.b.fresh", "db.b.gone", "db.b.z"]
     assert by_schema["db.b.gone"] == ("deleted", True, "--only db.b")
+    # any unambiguous suffix of an object's or a schema's name, as `dirtiness select` prints names
+    def chosen(*only):
+        return sorted(".".join(c.key) for c in select(OLD, NEW, list(only), []).changes if c.selected)
+
+    assert chosen("z") == chosen("b.z") == chosen("db.b.z") == ["db.b.z"]
+    assert chosen("b") == chosen("db.b") == ["db.b.fresh", "db.b.gone", "db.b.z"]
     by_cluster = keyed(select(OLD, NEW, ["c2"], []))
     assert [k for k, (_, chosen, _) in by_cluster.items() if chosen] == ["db.c.w"]
     everything_but = keyed(select(OLD, NEW, [], ["db.a.x", "c2"]))
@@ -85,8 +91,11 @@ def test_the_effective_project_is_the_deployed_one_plus_the_selected_changes():
 
 
 @pytest.mark.parametrize("only, exclude, message", [
-    (["nowhere"], [], "--only nowhere: names no object, schema (DB.SCHEMA) or cluster of either project"),
-    ([], ["db.zz"], "--exclude db.zz: names no object"),
+    (["nowhere"], [], "--only nowhere: no such object, schema or cluster in either project"),
+    ([], ["db.zz"], "--exclude db.zz: no such object, schema or cluster in either project"),
+    (["reader"], ["rader"], "--exclude rader: no such object, schema or cluster in either project; did you mean "
+                            "db.b.reader?"),
+    (["b"], [], "--only b: names 2 object or schemas: db.a.b, db.b; give more of the name"),
     # a selected view reading an added table the selection leaves out
     (["db.b.reader"], [], "selection: db.b.reader (selected change: added) reads db.a.t, an excluded change "
                           "(added, not named by --only) that the deployed project does not have; select db.a.t "
@@ -98,7 +107,7 @@ def test_the_effective_project_is_the_deployed_one_plus_the_selected_changes():
 def test_a_selection_that_leaves_the_project_broken_is_one_line(only, exclude, message):
     old = document(view("db.a.old", "o1", kind="table"), view("db.b.user", "u1", ["db.a.old"]))
     new = document(view("db.a.t", "t1", kind="table"), view("db.b.reader", "r1", ["db.a.t"]),
-                   view("db.b.user", "u2", ["db.a.t"]))
+                   view("db.b.user", "u2", ["db.a.t"]), view("db.a.b", None))
     with pytest.raises(InputError) as raised:
         select(old, new, only, exclude)
     assert str(raised.value).startswith(message)
@@ -120,10 +129,10 @@ def test_a_selection_that_would_move_an_excluded_change_is_refused(spark, tmp_pa
                  "--only", "materialize.public.flipper_stats", "--run-id", "refused"])
     assert code == 2
     assert error_lines(capsys.readouterr().err) == [
-        "dirtiness: selection: the excluded change materialize.public.flip_activities (modified, not named by "
-        "--only) would be redeployed by staging, pulled in by the selected change materialize.public.flipper_stats "
-        "(added) (so would the excluded materialize.reporting.legacy_flippers); select it too, or exclude what "
-        "pulls it in"]
+        "dirtiness: selection: the selected change materialize.public.flipper_stats (added) pulls in "
+        "materialize.public.flip_activities, a change the selection leaves out (modified, not named by --only): "
+        "the plan would have it redeployed by staging (and materialize.reporting.legacy_flippers with it); to "
+        "deploy them too, add --only materialize.public.flip_activities --only materialize.reporting.legacy_flippers"]
     written = sorted(p for p in os.listdir(out) if not p.startswith("_"))
     assert written == ["runs"], "only the failed run's row is visible"
     assert DeltaTable(str(out / "runs")).to_pyarrow_table().to_pylist()[0]["status"] == "failed"

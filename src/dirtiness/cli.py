@@ -357,19 +357,16 @@ def _select(args) -> int:
 
 def _explain(args) -> int:
     from .readback.explain import explain, format_text
-    from .readback.fact_text import parse_name
+    from .typed_names import parts_of
     from .readback.run_tables import RunTables
 
     targets = [(k, v) for k, v in (("object", args.object), ("cluster", args.cluster), ("schema", args.schema)) if v]
     if len(targets) != 1:
         raise InputError("usage: explain needs exactly one of DB.SCHEMA.NAME, --cluster C, --schema DB.SCHEMA")
     kind, text = targets[0]
-    try:
-        parts = (text,) if kind == "cluster" else parse_name(text)
-    except ValueError as error:
-        raise InputError(f"{text}: {error}") from None
     read = _read_settings(args)
-    explanation = explain(RunTables.open(read.out, read.run_id), kind, parts, read.outputs)
+    tables = RunTables.open(read.out, read.run_id)
+    explanation = explain(tables, kind, parts_of(text), read.outputs)
     if args.format == "json":
         print(json.dumps(explanation.to_json(), indent=2, default=str))
     else:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..model import KEY
+from ..typed_names import ambiguous, not_found, parts_of, suffix_matches
 from .snapshot import Document
 
 
@@ -85,15 +86,12 @@ def select(old: Document, new: Document, only: list[str], exclude: list[str], re
     an effective project that is not whole."""
     diff = changes(old, new)
     clusters = _clusters(old, new)
-    for flag, selectors in (("--only", only), ("--exclude", exclude)):
-        for selector in selectors:
-            if not any(_matches(selector, key, clusters.get(key, ())) for key in clusters):
-                raise InputError(f"{flag} {selector}: names no object, schema (DB.SCHEMA) or cluster of either "
-                                 f"project")
+    targets = {(flag, selector): _target(flag, selector, clusters)
+               for flag, selectors in (("--only", only), ("--exclude", exclude)) for selector in selectors}
     chosen = []
     for key, change in diff.items():
-        named = [s for s in only if _matches(s, key, clusters[key])]
-        dropped = [s for s in exclude if _matches(s, key, clusters[key])]
+        named = [s for s in only if _matches(targets["--only", s], key, clusters[key])]
+        dropped = [s for s in exclude if _matches(targets["--exclude", s], key, clusters[key])]
         if dropped:
             chosen.append(Change(key, change, False, f"--exclude {dropped[0]}"))
         elif only and not named:
@@ -116,13 +114,32 @@ def _clusters(old: Document, new: Document) -> dict[tuple, tuple[str, ...]]:
     return {key: tuple(sorted(c)) for key, c in found.items()}
 
 
-def _matches(selector: str, key: tuple, clusters: tuple[str, ...]) -> bool:
-    parts = selector.split(".")
-    if len(parts) == 3:
-        return tuple(parts) == key
-    if len(parts) == 2:
-        return tuple(parts) == key[:2]
-    return selector in clusters
+def _target(flag: str, selector: str, clusters: dict[tuple, tuple[str, ...]]) -> tuple[str, tuple]:
+    """What a selector names: ``("object", key)``, ``("schema", (db, schema))`` or ``("cluster", (name,))``.
+    A whole name first (a cluster's is one part, a schema's two, an object's three), else an unambiguous
+    suffix of an object's or a schema's name (``customers``, ``public.customers``)."""
+    parts = parts_of(selector)
+    known = {"object": set(clusters), "schema": {key[:2] for key in clusters},
+             "cluster": {(c,) for used in clusters.values() for c in used}}
+    whole = {1: "cluster", 2: "schema", 3: "object"}.get(len(parts))
+    if whole and parts in known[whole]:
+        return whole, parts
+    found = [(kind, name) for kind in ("object", "schema") for name in suffix_matches(parts, known[kind])]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise InputError(f"{flag} {ambiguous(selector, [name for _, name in found], 'object or schema')}")
+    everything = [name for names in known.values() for name in names]
+    raise InputError(f"{flag} {not_found(selector, everything, 'object, schema or cluster', 'in either project')}")
+
+
+def _matches(target: tuple[str, tuple], key: tuple, clusters: tuple[str, ...]) -> bool:
+    kind, name = target
+    if kind == "object":
+        return name == key
+    if kind == "schema":
+        return name == key[:2]
+    return name[0] in clusters
 
 
 def _effective(old: Document, new: Document, chosen: list[Change]) -> Document:

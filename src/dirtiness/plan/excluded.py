@@ -35,18 +35,30 @@ def excluded_moved(selection: Selection, decisions: DataFrame, tables: "HeldTabl
              .join(wanted, list(KEY), "left_semi").select(*KEY, "decision", "relation").collect())
     if not moved:
         return
-    first = sorted(moved, key=lambda r: tuple(r[k] for k in KEY))[0]
+    moved = sorted(moved, key=lambda r: tuple(r[k] for k in KEY))
+    first = moved[0]
     key = tuple(first[k] for k in KEY)
     change = selection.excluded[key]
     links = chain(tables, relations, Fact(first["relation"], (key,)))
     seed = next((link for link in reversed(links) if link.seed), None)
-    pulled = (f"pulled in by the selected change {seed.fact.split('(', 1)[1].rstrip(')')} ({seed.change})"
-              if seed is not None and seed.change else
-              f"pulled in by {seed.fact}" if seed is not None else "pulled in by the rules")
-    rest = [".".join(r[k] for k in KEY) for r in sorted(moved, key=lambda r: tuple(r[k] for k in KEY))[1:]]
-    others = f" (so would the excluded {', '.join(rest[:3])}{' ...' if len(rest) > 3 else ''})" if rest else ""
-    raise InputError(f"selection: the excluded change {'.'.join(key)} ({change.change}, {change.because}) would be "
-                     f"{first['decision']}, {pulled}{others}; select it too, or exclude what pulls it in")
+    puller = (f"the selected change {seed.fact.split('(', 1)[1].rstrip(')')} ({seed.change})"
+              if seed is not None and seed.change else seed.fact if seed is not None else "the rules")
+    rest = [".".join(r[k] for k in KEY) for r in moved[1:]]
+    others = f" (and {', '.join(rest[:3])}{' ...' if len(rest) > 3 else ''} with it)" if rest else ""
+    raise InputError(f"selection: {puller} pulls in {'.'.join(key)}, a change the selection leaves out "
+                     f"({change.change}, {change.because}): the plan would have it {first['decision']}{others}; "
+                     f"to deploy {'them' if rest else 'it'} too, {_what_to_add(selection, moved)}")
+
+
+def _what_to_add(selection: Selection, moved) -> str:
+    """The flags that would let the plan move what it must: ``--only`` each change no ``--only`` named, and
+    no ``--exclude`` that left one out."""
+    keys = [tuple(r[k] for k in KEY) for r in moved]
+    excluded = sorted({selection.excluded[k].because for k in keys if selection.excluded[k].because.startswith("--")})
+    named = [".".join(k) for k in keys if not selection.excluded[k].because.startswith("--")]
+    steps = ([f"add {' '.join(f'--only {n}' for n in named[:4])}{' ...' if len(named) > 4 else ''}"] if named else [])
+    steps += [f"drop {', '.join(excluded)}"] if excluded else []
+    return " and ".join(steps)
 
 
 class HeldTables:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import InputError
 from ..model import KEY, SELECTED_CHANGES, facts_table
 from .fact_text import Fact, parse_fact, show_name
+from ..typed_names import ambiguous, not_found, parts_of, suffix_matches
 from .run_tables import RunTables
 
 NOT_KEYS = {"run_id", "kind", "change", "tool_id", "rule", "cause", "round"}  # detail and provenance columns
@@ -81,15 +82,16 @@ class Explanation:
 
 
 def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[str, str] | None = None) -> Explanation:
-    """The explanation of an object (``kind="object"``, parts db, schema, name), cluster or schema."""
+    """The explanation of an object (``kind="object"``, parts db, schema, name), cluster or schema; ``parts``
+    may be any unambiguous suffix of its name (``subject``)."""
     relations = _relation_tables(tables, outputs or {})
     table = DIRTY_TABLES[kind]
     relation = next((r for r, t in relations.items() if t == table), None)
     if relation is None:
         raise BrokenChain(f"no relation of run {tables.run_id} is written to {table}")
+    parts = subject(tables, kind, show_name(parts))
     target = Fact(relation, _args(kind, parts))
     name = show_name(parts)
-    _require_known(tables, kind, parts, name)
     links = chain(tables, relations, target)
     explanation = Explanation(run_id=tables.run_id, rules=tables.run.get("rules"), target=str(target), kind=kind,
                               name=name, dirty=bool(links), chain=links)
@@ -168,22 +170,37 @@ def _decision(tables: RunTables, kind: str, parts: tuple[str, ...]) -> dict | No
     return {k: rows[0][k] for k in ("decision", "relation", "rule", "reason", "steps")} if rows else None
 
 
-def _require_known(tables: RunTables, kind: str, parts: tuple[str, ...], name: str) -> None:
-    if kind == "object":
-        if len(parts) != 3:
-            raise InputError(f"{name}: expected an object as DATABASE.SCHEMA.NAME")
-        known = tables.rows(facts_table("ObjectInSchema"), database=parts[0], schema=parts[1], name=parts[2])
-        where = "object in the old or the new project"
-    elif kind == "schema":
-        if len(parts) != 2:
-            raise InputError(f"{name}: expected a schema as DATABASE.SCHEMA")
-        known = tables.rows(facts_table("ObjectInSchema"), database=parts[0], schema=parts[1])
-        where = "schema in the old or the new project"
-    else:
-        known = tables.rows(facts_table("ClusterBoundary"), cluster=parts[0])
-        where = "cluster used by a statement or an index of the new project"
-    if not known:
-        raise InputError(f"{name}: no such {where} (run {tables.run_id})")
+WIDTH = {"object": len(KEY), "schema": 2, "cluster": 1}  # name parts of a whole name
+WHERE = {"object": "in the old or the new project", "schema": "in the old or the new project",
+         "cluster": "used by a statement or an index of the new project"}
+
+
+def subject(tables: RunTables, kind: str, text: str) -> tuple[str, ...]:
+    """The object, schema or cluster of the run that ``text`` names: its whole name or any unambiguous suffix
+    (``customers``, ``public.customers``), as ``select`` prints names; InputError with the closest names
+    when it names none."""
+    parts = parts_of(text)
+    if len(parts) > WIDTH[kind]:
+        raise InputError(f"{text}: {'an' if kind == 'object' else 'a'} {kind} has at most {WIDTH[kind]} name "
+                         f"parts ({'DATABASE.SCHEMA.NAME' if kind == 'object' else 'DATABASE.SCHEMA'})")
+    found = suffix_matches(parts, _known(tables, kind, parts[-1]))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise InputError(ambiguous(text, found, kind))
+    raise InputError(not_found(text, _known(tables, kind), kind, f"{WHERE[kind]} (run {tables.run_id})"))
+
+
+def _known(tables: RunTables, kind: str, last: str | None = None) -> list[tuple[str, ...]]:
+    """The run's names of ``kind`` (whose last part is ``last``, when given): every object and schema of
+    either project, every cluster of the new one."""
+    if kind == "cluster":
+        where = {"cluster": last} if last is not None else {}
+        return sorted({(r["cluster"],) for r in tables.rows(facts_table("ClusterBoundary"), **where)})
+    where = ({"name": last} if kind == "object" else {"schema": last}) if last is not None else {}
+    columns = list(KEY) if kind == "object" else ["database", "schema"]
+    rows = tables.read(facts_table("ObjectInSchema"), columns=columns, **where).to_pylist()
+    return sorted({tuple(r[c] for c in columns) for r in rows})
 
 
 def _args(kind: str, parts: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
@@ -355,11 +372,45 @@ def format_text(e: Explanation) -> str:
     if e.decisions:
         lines.append("the plan's decisions:")
         for d in e.decisions:
-            reason = f": {d['reason']}" if d["reason"] else ""
-            lines.append(f"  {d['relation']} (rule {d['rule']}, round {d['round']}){reason}")
+            said = "; ".join(part for part in (d["reason"], meaning(d, e.decision)) if part)
+            lines.append(f"  {d['relation']} (rule {d['rule']}, round {d['round']})" + (f": {said}" if said else ""))
         lines.append(f"why {e.decision_chain[0].fact}:" if e.decision_chain else "why: (not recorded)")
         lines += _chain_lines(e.decision_chain)
     return "\n".join(lines)
+
+
+# What a tuple of the plan's rules means for the object it names (conf/rules/plan_*.dl), so that the decisions
+# read as one story: a staged object's deployed copy is "Removed" too, by the swap that puts the new one in.
+_MEANINGS = {
+    "Redeployed": "to be created again",
+    "Staged": "created again in a staging copy of its schema, which the swap puts in production",
+    "ReplacedInPlace": "created as a replacement beside production and applied in place (it keeps its identity)",
+    "CreatedInProduction": "created in production, outside the swapped schemas",
+    "Gone": "the new project no longer has it: dropped",
+    "DroppedInCleanup": "dropped by the cleanup, after the swap",
+    "SinkRedeployed": "a sink: handled after the swap",
+    "SinkRecreated": "dropped before the swap and created again after it",
+    "SinkRepointed": "pointed at the new copies of what it reads after the swap (it keeps its identity)",
+    "SinkDropped": "dropped before the swap",
+    "Dropped": "dropped by the teardown",
+    "Created": "created by the setup",
+}
+
+
+def meaning(decision: dict, final: dict | None) -> str | None:
+    """What one of the plan's tuples about an object means, told against its final decision."""
+    relation, cause = decision["relation"], decision.get("cause") or ""
+    if relation == "Removed":
+        staying = final is not None and final["decision"] not in ("dropped", "kept")
+        if cause.startswith(("Swapped(", "DirtyCluster(")):
+            what = "schema" if cause.startswith("Swapped(") else "cluster"
+            inside = cause.split("(", 1)[1].rstrip(")").replace(", ", ".")
+            leaves = f"the deployed copy leaves production with its {what} {inside}, which the swap takes out"
+            return leaves + ("; the new copy takes its place" if staying else ", and is dropped with it")
+        return "the deployed copy is dropped"
+    if relation == "Dropped" and final is not None and final["decision"] == "dropped and created again":
+        return "dropped by the teardown, then created again by the setup"
+    return _MEANINGS.get(relation)
 
 
 def _chain_lines(chain: list[Link]) -> list[str]:
