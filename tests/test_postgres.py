@@ -432,7 +432,7 @@ def test_apply_usage_errors_and_a_connection_that_fails(batch, tmp_path, capsys,
     cases = [
         (["--run-id", "bg"], 2, "apply needs a database: --dsn URL or the DIRTINESS_DSN environment variable"),
         (["--run-id", "nope", "--dsn", "dbname=x"], 2, "run nope: not found under"),
-        (["--run-id", "bg", "--database", "nowhere", "--dsn", "dbname=x"], 2, "no operation on database(s) nowhere"),
+        (["--run-id", "bg", "--database", "nowhere", "--dsn", "dbname=x"], 2, "no operation on database nowhere"),
         (["--run-id", "bg", "--parallel", "0", "--dsn", "dbname=x"], 2, "--parallel 0: expected 1 or more"),
         (["--run-id", "bg", "--resolve", "7=maybe", "--dsn", "dbname=x"], 2, "expected SEQ=succeeded or SEQ=retry"),
         (["--run-id", "bg", "--database", "shop", "--dsn", "postgresql://bob:s3cr3t@127.0.0.1:1/shop"], 1,
@@ -442,3 +442,4 @@ def test_apply_usage_errors_and_a_connection_that_fails(batch, tmp_path, capsys,
         assert main(["apply", "--out", out, *args]) == code, args
         err = capsys.readouterr().err
         assert message in err and "s3cr3t" not in err, err
+

@@ -9,7 +9,9 @@ two commands at the top, are what CI and a fresh clone run.
 import re
 import shlex
 
+import psycopg
 import yaml
+from cli_output import error_lines
 
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT
@@ -66,3 +68,18 @@ def test_every_readme_command_runs_as_written(example_run, postgres, tmp_path, m
     assert "drift: 0 differences" in said["run again"]
     assert yaml.safe_load((tmp_path / "postgres" / "deployed.yaml").read_text())["objects"]
     assert "selection (--only materialize.reporting): 1 of 3 changes deployed" in said["run reporting-only"]
+
+
+def test_a_plan_for_another_server_is_refused_before_anything_runs(postgres, example_run, capsys):
+    """The bundled example's plan is Materialize's: applied to PostgreSQL, it names both and runs nothing."""
+    dsn = postgres.fresh_database("not_materialize")
+    assert main(["apply", "--out", str(example_run.out), "--dsn", dsn]) == 2
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and err[0].startswith(
+        "dirtiness: run example was planned for the materialize dialect (Materialize), but the database apply "
+        "connects to is PostgreSQL 1"), err
+    assert "nothing applied" in err[0] and dsn not in err[0]
+    with psycopg.connect(dsn) as connection:  # not even apply's own deploy record
+        assert connection.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'dirtiness'").fetchone() == (0,)
+    assert not (example_run.out / "apply_log").exists()
+

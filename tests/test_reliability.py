@@ -138,6 +138,38 @@ def test_a_misspelt_field_is_one_line_with_its_first_line_and_a_hint(tmp_path, c
                    f"dirtiness: {path}:{colour}: unknown field 'colour' of an object (d.s.d)"], err
 
 
+def test_what_is_no_catalog_is_refused_before_spark_starts(tmp_path, capsys):
+    """An output root, an empty folder, a binary file given as a project: one line each, no session."""
+    old = write_yaml(tmp_path / "old.yaml", {"objects": []})
+    root = tmp_path / "root"
+    (root / "runs" / "_delta_log").mkdir(parents=True)
+    (root / "dirty_stmts").mkdir()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)))
+    for given, said in ((root, "the output root of `dirtiness run` (it holds a runs table), not a project"),
+                        (tmp_path / "empty", "not a catalog: no objects/ table in this folder"),
+                        (tmp_path / "blob.bin", "not a catalog: byte 128 is not UTF-8 text")):
+        assert main(["run", "--old", old, "--new", str(given), "--out", str(tmp_path / "out")]) == 2
+        err = error_lines(capsys.readouterr().err)
+        assert len(err) == 1 and err[0].startswith(f"dirtiness: {given}: {said}"), err
+        assert "a dbt manifest (.json or .json.gz)" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("strategy", ["blue-green", "in-place"])
+def test_a_deleted_table_is_refused_before_spark_starts(tmp_path, capsys, strategy):
+    """What the inputs alone decide needs no Spark: a deleted table or source is dropped by either strategy."""
+    old = write_yaml(tmp_path / "old.yaml", {"objects": [obj("d.a.t", kind="table"), obj("d.a.v"),
+                                                          obj("d.b.src", kind="source")]})
+    new = write_yaml(tmp_path / "new.yaml", {"objects": [obj("d.a.v")]})
+    out = tmp_path / "out"
+    assert main(["run", "--old", old, "--new", new, "--out", str(out), "--strategy", strategy]) == 3
+    assert error_lines(capsys.readouterr().err) == [
+        f"dirtiness: the plan drops stateful objects, refused without --allow-destructive: d.a.t (table), "
+        f"d.b.src (source) (deleted from the new project {new}; nothing was computed)"]
+    assert not out.exists()
+
+
 def write_tables(folder, objects, dependencies=None, indexes=None):
     if indexes is not None:
         os.makedirs(folder / "indexes")

@@ -88,6 +88,7 @@ class ReadSettings:
     outputs: dict[str, str]              # derived relation -> output table
     report: dict                         # the report section, checked
     transactional: dict[str, bool]       # dialect -> whether its DDL runs in transactions (apply)
+    servers: dict[str, str]              # dialect -> the server its statements are for (its parser's name)
     parallel: int                        # apply: operations of one step run on up to this many connections
     record_schema: str                   # apply: the schema of the deploy record in the target database
 
@@ -106,4 +107,5 @@ def read_settings(out: str, run_id: str | None, config: dict, parallel: int | No
                         report=report_settings(config.get("report")),
                         transactional={name: bool((d or {}).get("transactional_ddl", False))
                                        for name, d in dialects.items()},
+                        servers={name: str((d or {}).get("parser") or name) for name, d in dialects.items()},
                         parallel=parallel, record_schema=record_schema)

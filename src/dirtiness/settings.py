@@ -26,7 +26,8 @@ from .apply.record import STATE
 from .inputs.from_database import dsn_from, read_database
 from .inputs.references import SqlSettings, analyse
 from .inputs.selection import Selection, select
-from .inputs.snapshot import Document, check_parquet_footers, is_document, read_document
+from .inputs.snapshot import Document, check_table_form, is_document, read_document
+from .plan.deletions import refuse_deleted_stateful
 from .plan.dialect import Dialect
 from .session import spark_settings
 from .wording import counted
@@ -146,7 +147,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         if document is not None:
             _check_identifiers(document, dialect)
         else:
-            check_parquet_footers(path)
+            check_table_form(path)
         inputs[label] = document if document is not None else path
         # a tool's artefact by what it says, not by when the tool last wrote it
         input_fingerprints[f"{label}_fingerprint"] = (fingerprints_of.of_document(document)
@@ -178,6 +179,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
     plan_checked = load_plan_rules(plan_rules)
+    if not params.allow_destructive and all(isinstance(inputs[side], Document) for side in ("old", "new")):
+        refuse_deleted_stateful(inputs["old"], inputs["new"], checked, plan_checked, strategy)
     fingerprints = {
         **input_fingerprints,
         "rules_fingerprint": fingerprints_of.of_text(checked.program.text + plan_checked.program.text),

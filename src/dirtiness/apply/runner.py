@@ -37,6 +37,7 @@ from ..sql.secrets import scrub_dsn
 from ..model import DESIRED_OBJECTS, facts_table
 from ..readback.run_tables import RunTables
 from ..config import ReadSettings
+from ..wording import counted
 from . import record
 from .log import ApplyLog, Event
 
@@ -93,13 +94,14 @@ def load_operations(out: str, run_id: str | None, databases=()) -> tuple[RunTabl
     where = {"database": list(databases)} if databases else {}
     rows = tables.read("ddl_plan", columns=PLAN_FIELDS, **where).to_pylist()
     if databases and not rows:
-        raise InputError(f"run {tables.run_id}: no operation on database(s) {', '.join(databases)}")
+        raise InputError(f"run {tables.run_id}: no operation on {'database' if len(databases) == 1 else 'databases'} "
+                         f"{', '.join(databases)}")
     operations = sorted((Operation(**{k: r.get(k) for k in PLAN_FIELDS}) for r in rows), key=lambda o: o.seq)
     missing = [o for o in operations if not o.statement]
     if missing:
         names = "; ".join(o.describe() for o in missing[:5]) + (" (and more)" if len(missing) > 5 else "")
-        raise InputError(f"run {tables.run_id}: {len(missing)} operation(s) have no statement (their objects have "
-                         f"no sql in the snapshot), nothing applied: {names}")
+        raise InputError(f"run {tables.run_id}: {counted(len(missing), 'operation')} without a statement (their "
+                         f"objects have no sql in the snapshot), nothing applied: {names}")
     return tables, operations
 
 
@@ -129,6 +131,7 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
     started, ran = time.perf_counter(), 0
     try:
         with _Database(dsn, transactional, settings.parallel) as database:
+            _check_server(tables.run, read.servers, database.server())
             database.lock(run_id)
             database.lock("deploy", "another apply is deploying to this database")  # one run at a time
             try:
@@ -153,7 +156,7 @@ def apply_plan(read: ReadSettings, dsn: str | None, settings: Settings) -> dict:
                         for start in range(0, len(pending), settings.parallel):
                             database.run_parallel(pending[start:start + settings.parallel], journal)
                     ran += len(pending)
-                    log.info("%s step %d: %d operation(s) in %.2f s", pending[0].phase, step, len(pending),
+                    log.info("%s step %d: %s in %.2f s", pending[0].phase, step, counted(len(pending), "operation"),
                              time.perf_counter() - clock)
                 journal.flush()  # the last operations' outcomes, before the database is read
                 state = database.deployed_state(read.record_schema, lambda name: _desired_hashes(tables, name))
@@ -216,6 +219,20 @@ def _transactional(run: dict, dialects: dict[str, bool]) -> bool:
         raise InputError(f"run {run['run_id']} was planned for dialect {name!r}, which the configuration does not "
                          f"define (plan.dialects)")
     return dialects[name]
+
+
+SERVERS = {"materialize": "Materialize", "postgres": "PostgreSQL"}
+
+
+def _check_server(run: dict, servers: dict[str, str], server: tuple[str, str]) -> None:
+    """A plan runs only on the kind of server its dialect wrote it for (nothing run otherwise)."""
+    dialect = run.get("dialect") or "materialize"
+    wanted = servers.get(dialect, dialect)
+    kind, version = server
+    if wanted in SERVERS and wanted != kind:
+        raise InputError(f"run {run['run_id']} was planned for the {dialect} dialect ({SERVERS[wanted]}), but the "
+                         f"database apply connects to is {version}: nothing applied; plan again for this server "
+                         f"(plan.dialect: {kind} in the --config of the run)")
 
 
 def _settle(journal: ApplyLog, operations: list[Operation], database: "_Database", resolve: dict[int, str]) -> set[int]:
@@ -287,6 +304,17 @@ class _Database:
 
     def scrub(self, text: str) -> str:
         return scrub_dsn(text, self.dsn)
+
+    def server(self) -> tuple[str, str]:
+        """``(kind, version)``: ``materialize`` or ``postgres``, as ``SERVERS`` names them, and the version the
+        server gives (Materialize answers ``version()`` as PostgreSQL 9.5 does, naming itself)."""
+        try:
+            version = self.control.execute("SELECT version()").fetchone()[0]
+        except self.psycopg.Error as error:
+            raise ApplyError(f"cannot ask the database its version: {self.scrub(_first_line(error))}") from None
+        kind = "materialize" if "materialize" in version.lower() else "postgres"
+        short = version.split(" on ")[0] if kind == "postgres" else version
+        return kind, short
 
     def lock(self, name: str, held: str | None = None) -> None:
         """An advisory lock for the session (PostgreSQL; Materialize has none): one apply per run at a time

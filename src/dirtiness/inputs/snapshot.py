@@ -104,6 +104,37 @@ def is_document(path: str, format: str = "auto") -> bool:
     return not os.path.isdir(path) or (format if format != "auto" else detect(path)) != "snapshot"
 
 
+FORMS = ("a snapshot document (YAML or JSON), a folder of objects/, dependencies/ and indexes/ tables, a dbt "
+         "manifest (.json or .json.gz), an mz-deploy project folder (models/) or a Moose infrastructure map")
+
+
+def check_table_form(path: str) -> None:
+    """A folder to be read as a table-form snapshot is one, checked before Spark starts: not the output
+    root of a run, an ``objects`` table, each table in a format Spark reads, and every parquet file whole."""
+    if os.path.isdir(os.path.join(path, "runs", "_delta_log")):
+        raise InputError(f"{path}: the output root of `dirtiness run` (it holds a runs table), not a project: give "
+                         f"the deployed or desired project as {FORMS}")
+    if not os.path.isdir(os.path.join(path, "objects")):
+        raise InputError(f"{path}: not a catalog: no objects/ table in this folder (expected {FORMS})")
+    for table in TABLES:
+        if os.path.isdir(os.path.join(path, table)):
+            table_format(os.path.join(path, table))
+    check_parquet_footers(path)
+
+
+def table_format(folder: str) -> str:
+    """``delta``, ``parquet``, ``json`` or ``csv``: how the table in ``folder`` is read."""
+    if os.path.isdir(os.path.join(folder, "_delta_log")):
+        return "delta"
+    files = [f for _, _, names in os.walk(folder) for f in names if not f.startswith((".", "_"))]
+    extensions = {os.path.splitext(f)[1].lower() for f in files}
+    for format, known in (("parquet", {".parquet"}), ("json", {".json", ".jsonl"}), ("csv", {".csv"})):
+        if extensions and extensions <= known:
+            return format
+    raise InputError(f"{folder}: cannot tell the format (expected a Delta table or parquet, json or csv files, "
+                     f"found {sorted(extensions) or 'no files'})")
+
+
 def check_parquet_footers(path: str) -> None:
     """Every parquet file of a table-form snapshot opens (its footer read with pyarrow), before Spark reads
     any: a truncated or foreign file is one line naming it, not a JVM stack trace at the end of a load."""
@@ -165,8 +196,11 @@ def _parse_yaml(path: str) -> Document:
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise InputError(f"{path}:{where}: malformed YAML/JSON: {problem}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not a catalog: byte {error.start} is not UTF-8 text, as a YAML or JSON snapshot "
+                         f"is (expected {FORMS})") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
     return parse_document(parsed, path)
 
 
@@ -187,7 +221,7 @@ def _snapshot(spark: SparkSession, document: Document) -> Snapshot:
 def parse_document(document, path: str = "<document>") -> Document:
     """The rows of a parsed document (``{"objects": [...]}``), validated object by object (no Spark)."""
     if not isinstance(document, dict) or "objects" not in document:
-        raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list")
+        raise InputError(f"{path}: not a snapshot: expected a document with an 'objects' list (or {FORMS})")
     entries = document["objects"]
     if entries is None:
         entries = []
@@ -359,21 +393,17 @@ def _load_tables(spark: SparkSession, path: str) -> Snapshot:
 
 
 def _read_table(spark: SparkSession, folder: str) -> DataFrame:
-    if os.path.isdir(os.path.join(folder, "_delta_log")):
+    format = table_format(folder)
+    if format == "delta":
         from ..store.delta import DeltaStore
 
         parent, name = os.path.split(folder.rstrip("/"))
         return DeltaStore(spark, parent, backend="deltalake").read(name)
-    files = [f for _, _, names in os.walk(folder) for f in names if not f.startswith((".", "_"))]
-    extensions = {os.path.splitext(f)[1].lower() for f in files}
-    if extensions <= {".parquet"} and extensions:
+    if format == "parquet":
         return spark.read.schema(_parquet_schema(folder)).parquet(folder)  # footers read here: no Spark job
-    if extensions <= {".json", ".jsonl"} and extensions:
+    if format == "json":
         return spark.read.json(folder)
-    if extensions <= {".csv"} and extensions:
-        return spark.read.option("header", True).csv(folder)
-    raise InputError(f"{folder}: cannot tell the format (expected a Delta table or parquet, json or csv files, "
-                     f"found {sorted(extensions) or 'no files'})")
+    return spark.read.option("header", True).csv(folder)
 
 
 def _parquet_schema(folder: str) -> T.StructType:

@@ -172,8 +172,14 @@ def _cleanup(p: Planning) -> list[DataFrame]:
     staging_schemas = p.decided("StagingSchema", False)
     ranked = staging_schemas.withColumn(
         "step", F.row_number().over(Window.partitionBy("database").orderBy("schema")) - 1)
+    # a swapped-out copy that holds a deleted table or source: its drop is what loses their data
+    losing = (p.decided("Gone", False).join(p.deployed.where(F.col("kind").isin(*STATEFUL)), list(KEY))
+              .join(p.decided("Swapped", False), ["database", "schema"]).select("database", "schema").distinct()
+              .withColumn("loses_data", F.lit(True)))
+    ranked = ranked.join(losing, ["database", "schema"], "left")
     parts = [operations(
         ranked, "cleanup", 4, "DROP", "schema", step=F.col("step"), target_schema=p.staging(),
+        destructive=F.coalesce(F.col("loses_data"), F.lit(False)),
         statement=d.render("drop_schema", schema=schema_name(d, "database", p.staging())))]
     if d.clusters:
         parts.append(operations(

@@ -96,8 +96,10 @@ def plan_checks(plan: DataFrame, context: PlanContext) -> tuple[DataFrame, list[
     checks = {
         "statements": _unwritable(plan, context.max_identifier_length),
         **{f"invariant:{name}": frame for name, frame in invariants.items()},
-        "destructive": plan.where(F.col("destructive")).select(
-            F.concat(_show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")")).alias("detail"), seq.alias("order")),
+        "destructive": plan.where(F.col("destructive")).select(F.coalesce(
+            F.concat(_show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")")),
+            F.concat(_show(*SCHEMA), F.lit(" (the swapped-out schema, with the deleted tables or sources it holds)")))
+            .alias("detail"), seq.alias("order")),
         "verbatim": plan.where(F.col("verbatim")).select(F.concat(
             F.col("seq"), F.lit(" "), F.col("phase"), F.lit(" "), _show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")"))
             .alias("detail"), seq.alias("order")),
