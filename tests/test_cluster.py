@@ -127,3 +127,10 @@ def test_the_wheel_spark_submitted_to_a_standalone_cluster_gives_the_local_rows(
                            cwd=work, capture_output=True, text=True, timeout=120)
     assert asked.returncode == 0, asked.stderr[-2000:]
     assert json.loads(asked.stdout)["same_as"] == "example"
+    # a bundled rule program by its name, from anywhere: the wheel's own (here on a gzipped dbt manifest)
+    manifest = str(PROJECT_ROOT / "tests" / "data" / "dbt" / "jaffle_shop_manifest_dbt_1.12.json.gz")
+    for rules in ("dbt_state_modified", "index_aware.dl"):
+        asked = subprocess.run([os.path.join(venv, "bin", "dirtiness"), "changed", "--old", manifest, "--new",
+                                manifest, "--out", str(tmp_path / "dbt"), "--rules", rules],
+                               cwd=work, capture_output=True, text=True, timeout=120)
+        assert asked.returncode == 0 and json.loads(asked.stdout)["changed"], asked.stderr[-2000:]

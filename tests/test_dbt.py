@@ -9,7 +9,7 @@ import pytest
 
 from dirtiness.cli import main
 from dirtiness.config import CONF, PROJECT_ROOT
-from dirtiness.errors import InputError
+from dirtiness.errors import InputError, PolicyError
 from dirtiness.inputs.formats import detect, to_document
 from dirtiness.inputs.formats.dbt import to_document as dbt_document
 from dirtiness.inputs.snapshot import parse_document, read_document
@@ -144,15 +144,61 @@ def descendants(raw: dict, start: str) -> set[str]:
     return found
 
 
+def test_a_gzipped_manifest_is_read_as_it_is_kept(tmp_path):
+    """``manifest.json.gz`` (as CI systems keep artefacts), told by its first bytes, not its name."""
+    plain = written(tmp_path, manifest("1.12"))
+    for name in ("manifest.json.gz", "manifest.json", "artefact"):
+        zipped = tmp_path / "zipped" / name
+        zipped.parent.mkdir(exist_ok=True)
+        zipped.write_bytes(gzip.compress(open(plain, "rb").read()))
+        assert detect(str(zipped)) == "dbt"
+        assert read_document(str(zipped)).objects == read_document(plain).objects
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(open(plain, "rb").read())[:500])
+    with pytest.raises(InputError, match=r"broken\.json\.gz: a damaged gzip file"):
+        read_document(str(broken))
+
+
+def test_a_manifest_brings_dbts_rules_and_no_ddl_plan(tmp_path):
+    """A dbt manifest as the new project: dbt's state:modified+ and strategy none, as an mz-deploy folder
+    brings its own rules; either can be named (the bundled programs by name, from anywhere)."""
+    from dirtiness.config import load_config
+    from dirtiness.settings import RunParams, resolve
+
+    old, new = written(tmp_path, manifest("1.11"), "prod.json"), written(tmp_path, manifest("1.12"), "dev.json")
+    config = load_config()
+    settings = resolve(RunParams(old=old, new=new, out=str(tmp_path / "out")), config)
+    assert settings.checked.path == STATE_MODIFIED and settings.strategy == "none"
+    assert settings.plan_checked is None  # no plan, so no destructive guard: raw_tweets' drop is dbt's business
+    with pytest.raises(PolicyError, match=r"refused without --allow-destructive: jaffle_shop\.raw\.raw_tweets "
+                                          r"\(table\) \(deleted from the new project"):  # a plan of one's own
+        resolve(RunParams(old=old, new=new, out=str(tmp_path / "out"), rules="dirty", strategy="in-place"), config)
+    chosen = resolve(RunParams(old=old, new=new, out=str(tmp_path / "out"), rules="dirty", strategy="in-place",
+                               allow_destructive=True), config)
+    assert chosen.checked.path == str(CONF / "rules" / "dirty.dl") and chosen.plan_checked is not None
+    with pytest.raises(InputError, match="dbt_state_modifed: no such rule program .*; did you mean "
+                                         "'dbt_state_modified'?"):
+        resolve(RunParams(old=old, new=new, out=str(tmp_path / "out"), rules="dbt_state_modifed"), config)
+
+
 @pytest.mark.spark
 def test_state_modified_gives_the_edited_model_and_its_descendants(spark, tmp_path, capsys):
     import polars as pl
 
     old, new = manifest("1.12"), edited()
     out = tmp_path / "out"
-    code = main(["run", "--old", written(tmp_path, old, "prod.json"), "--new", written(tmp_path, new, "dev.json"),
-                 "--rules", STATE_MODIFIED, "--out", str(out), "--run-id", "dbt"])
+    prod = tmp_path / "prod.json.gz"
+    prod.write_bytes(gzip.compress(json.dumps(old).encode()))
+    code = main(["run", "--old", str(prod), "--new", written(tmp_path, new, "dev.json"), "--out", str(out),
+                 "--run-id", "dbt", "--report", str(tmp_path / "report.html")])
     assert code == 0
+    printed = capsys.readouterr().out
+    assert "plan (none): no DDL plan; `dirtiness select --out" in printed
+    run = pl.read_delta(str(out / "runs")).to_dicts()[-1]
+    assert (run["strategy"], run["plan_rules"], run["ddl_operations"]) == ("none", None, None)
+    assert not (out / "ddl_plan").exists() and not (out / "decisions").exists()
+    page = (tmp_path / "report.html").read_text()
+    assert "no DDL plan (strategy none)" in page and "build order" in page
     dirty = pl.read_delta(str(out / "dirty_stmts"))
     assert set(dirty.get_column("tool_id").to_list()) == descendants(new, "model.jaffle_shop.stg_orders")
     assert dirty.filter(pl.col("change").is_not_null()).get_column("tool_id").to_list() == [
@@ -164,3 +210,23 @@ def test_state_modified_gives_the_edited_model_and_its_descendants(spark, tmp_pa
     selected = capsys.readouterr().out.split()
     assert set(selected) == {uid.split(".")[-1] for uid in descendants(new, "model.jaffle_shop.stg_orders")}
     assert selected.index("stg_orders") == 0 and selected.index("orders") < selected.index("customers")
+    # the same, as dbt ls --select state:modified+ --output json prints it, a node a line
+    assert main(["select", "--out", str(out), "--format", "json"]) == 0
+    nodes = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [n["name"] for n in nodes] == selected
+    assert nodes[0] == {"name": "stg_orders", "resource_type": "model", "package_name": "jaffle_shop",
+                        "unique_id": "model.jaffle_shop.stg_orders", "alias": "stg_orders",
+                        "database": "jaffle_shop", "schema": "main"}
+    # a name as select prints it works wherever a name is asked for
+    assert main(["select", "--out", str(out), "customers", "main.stg_customers"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.split() == ["customers"]
+    assert "jaffle_shop.main.stg_customers is not selected in run dbt" in printed.err
+    assert main(["explain", "--out", str(out), "customers"]) == 0
+    explained = capsys.readouterr().out
+    assert explained.startswith("object jaffle_shop.main.customers is dirty in run dbt")
+    assert "in the plan: the run planned no DDL (strategy none)" in explained
+    assert main(["select", "--out", str(out), "custmers"]) == 2
+    assert "(run dbt); did you mean jaffle_shop.main.customers or " in capsys.readouterr().err
+    assert main(["apply", "--out", str(out), "--dsn", "dbname=nothing"]) == 2
+    assert "run dbt planned no DDL (strategy none): nothing to apply" in capsys.readouterr().err

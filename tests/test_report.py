@@ -38,8 +38,8 @@ def browser():
 class Visit:
     """A page opened from its file, with everything it logged, threw, asked for or popped up."""
 
-    def __init__(self, browser, path: Path) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    def __init__(self, browser, path: Path, height: int = 1000) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": height})
         self.problems, self.requests = [], []
         self.page.on("console", lambda m: self.problems.append(f"console.{m.type}: {m.text}")
                      if m.type in ("error", "warning") else None)
@@ -71,6 +71,35 @@ def test_run_report_matches_the_report_command(example_run, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == f"report of run example (succeeded): {again}"
     assert again.read_bytes() == page.read_bytes()  # the same run gives the same page
     assert main(["report", "--out", str(tmp_path / "none"), "--html", str(again)]) == 2
+
+
+def test_the_first_screen_says_what_the_deploy_does(example_run, expected, browser):
+    """At 1400x900 the counts and the decisions are in view before any scrolling; every section is in the
+    navigation, and how the run was computed comes last."""
+    visit = Visit(browser, example_run.page, height=900)
+    visit.check_self_contained(example_run.page)
+    fold = 900
+    table = visit.page.eval_on_selector("#decision-rows", "e => e.getBoundingClientRect().toJSON()")
+    first_rows = visit.page.eval_on_selector_all(
+        "#decision-rows tbody tr", "rows => rows.slice(0, 5).map(r => r.getBoundingClientRect().bottom)")
+    assert table["top"] < fold and len(first_rows) == 5 and max(first_rows) < fold, (table, first_rows)
+    assert visit.page.eval_on_selector("#overview", "e => e.getBoundingClientRect().bottom") < table["top"]
+    overview = visit.page.inner_text("#overview")
+    counts = expected["counts"]
+    assert f"{counts['dirty_stmts']} dirty objects" in overview.replace("\n", " ")
+    assert f"{counts['ddl_plan']} operations (blue-green): " + ", ".join(
+        f"{n} {p}" for p, n in expected["plan"].items()) in overview.replace("\n", " ")
+    chips = visit.page.locator("#decisions .chip").all_inner_texts()
+    assert chips[-1].split() == ["kept", str(sum(1 for d in expected["decisions"] if d.endswith(": kept")
+                                                  and d.startswith("object")))], chips
+    sections = visit.page.eval_on_selector_all("main > section", "s => s.map(e => e.id)")
+    assert sections == ["overview", "decisions", "picture", "plan", "dirty", "computed"]
+    linked = visit.page.eval_on_selector_all("nav a", "a => a.map(e => e.getAttribute('href'))")
+    assert linked == [f"#{section}" for section in sections]
+    computed = visit.page.inner_text("#computed")
+    assert "fingerprint" in computed and "Seconds per stage" in computed and "Relations" in computed
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    visit.page.screenshot(path=str(ARTIFACTS / "report-first-screen.png"))  # the viewport only
 
 
 def test_example_page_in_chromium(example_run, expected, browser):

@@ -18,6 +18,7 @@ from .datalog.syntax import ProgramError
 from .errors import InputError, InputProblems, PolicyError, PublishError
 from .inputs.formats import FORMATS
 from .config import ReadSettings, load_config, read_settings
+from .model import STRATEGIES
 from .wording import counted
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT, EXIT_POLICY = 0, 1, 2, 3
@@ -67,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                                            "external_databases)")
     snapshot.add_argument("--debug", action="store_true", help="show tracebacks")
     select = commands.add_parser("select", help="a run's dirty objects as a dbt selector, in plan order")
+    select.add_argument("objects", nargs="*", metavar="NAME",
+                        help="only these objects, if they are selected (any unambiguous suffix of a name)")
+    select.add_argument("--format", choices=("names", "json"), default="names",
+                        help="names (default: what dbt build --select takes) or json (a line per node, as "
+                             "dbt ls --select state:modified+ --output json prints it)")
     add_read_arguments(select)
     return parser
 
@@ -110,9 +116,12 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--exclude", action="append", default=[], metavar="SEL",
                      help="leave the changes of this object, schema or cluster as deployed (repeatable)")
     run.add_argument("--run-id", help="id tagging every output row (default: UTC time + random suffix)")
-    run.add_argument("--rules", help="rule program (.dl); default from the configuration")
+    run.add_argument("--rules", help="rule program: a .dl file, or a bundled one by name (dirty, index_aware, "
+                                     "mz_deploy, dbt_state_modified); default from the configuration")
     run.add_argument("--config", help="YAML overlaid on conf/job.yaml")
-    run.add_argument("--strategy", choices=("blue-green", "in-place"), help="plan strategy (default from the configuration)")
+    run.add_argument("--strategy", choices=STRATEGIES,
+                     help="plan strategy: blue-green, in-place, or none (no DDL plan: a dbt manifest's default); "
+                          "default from the configuration")
     run.add_argument("--allow-destructive", action="store_true",
                      help="allow a plan that drops stateful objects (tables, sources)")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON (`changed`: the "
@@ -343,15 +352,28 @@ def _converted(args, config: dict) -> dict:
 
 
 def _select(args) -> int:
+    from .readback.explain import subject
     from .readback.run_tables import RunTables
-    from .readback.select import dbt_selection
+    from .readback.select import ls_json, node_name, selected_nodes
 
     read = _read_settings(args)
-    names = dbt_selection(RunTables.open(read.out, read.run_id), read.outputs.get("DirtyStmt", "dirty_stmts"))
-    if names:
-        print(" ".join(names))
-    else:  # an empty --select would make dbt build everything: say so, print nothing
+    tables = RunTables.open(read.out, read.run_id)
+    nodes = selected_nodes(tables, read.outputs.get("DirtyStmt", "dirty_stmts"))
+    if args.objects:  # only the objects named, each of the run (or refused with the closest names)
+        wanted = [subject(tables, "object", text) for text in args.objects]
+        chosen = {key for key, _ in nodes}
+        for key in wanted:
+            if key not in chosen:
+                print(f"dirtiness: {'.'.join(key)} is not selected in run {tables.run_id} (dirtiness explain "
+                      f"{'.'.join(key)} says why)", file=sys.stderr)
+        nodes = [(key, unique_id) for key, unique_id in nodes if key in set(wanted)]
+    if not nodes and not args.objects:  # an empty --select would make dbt build everything: say so
         print("dirtiness: nothing is dirty: no dbt node to select", file=sys.stderr)
+    elif args.format == "json":
+        for key, unique_id in nodes:
+            print(json.dumps(ls_json(key, unique_id)))
+    else:
+        print(" ".join(node_name(unique_id) for _, unique_id in nodes))
     return EXIT_OK
 
 

@@ -18,7 +18,7 @@ from .errors import InputError
 CONF = Path(str(resources.files("dirtiness") / "conf"))
 DEFAULT_CONFIG = CONF / "job.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout: its examples, for tests and benchmark
-_PATH_KEYS = (("rules",), ("mz_deploy", "rules"), ("plan", "rules", "*"))  # relative to the file naming them
+_PATH_KEYS = (("rules",), ("mz_deploy", "rules"), ("dbt", "rules"), ("plan", "rules", "*"))  # relative to the file
 
 
 def load_config(path: str | None = None) -> dict:
@@ -48,7 +48,8 @@ def _read(path: str) -> dict:
 
 
 def _absolute(data, keys: tuple[str, ...], base: str) -> None:
-    """The relative paths at ``keys`` (``*``: every key at that level) made absolute."""
+    """The relative paths at ``keys`` (``*``: every key at that level) made absolute; a bundled rule program
+    named without a path (``dbt_state_modified``) stays a name (``rule_program``)."""
     if not isinstance(data, dict):
         return
     key, rest = keys[0], keys[1:]
@@ -56,7 +57,33 @@ def _absolute(data, keys: tuple[str, ...], base: str) -> None:
         if rest:
             _absolute(data.get(name), rest, base)
         elif isinstance(data.get(name), str):
-            data[name] = os.path.normpath(os.path.join(base, data[name]))
+            path = os.path.normpath(os.path.join(base, data[name]))
+            data[name] = data[name] if not os.path.exists(path) and _bundled_name(data[name]) else path
+
+
+RULES = CONF / "rules"  # the bundled rule programs
+
+
+def _bundled_name(text: str) -> bool:
+    return "/" not in text and os.sep not in text and (RULES / _with_suffix(text)).is_file()
+
+
+def _with_suffix(text: str) -> str:
+    return text if text.endswith(".dl") else f"{text}.dl"
+
+
+def rule_program(text: str) -> str:
+    """The path of a rule program given as a path or, from anywhere (the installed wheel too), as the name
+    of a bundled one (``dbt_state_modified``, ``dirty.dl``)."""
+    if os.path.exists(text) or not _bundled_name(text):
+        if not os.path.exists(text):
+            from .wording import did_you_mean
+
+            known = sorted(p.stem for p in RULES.glob("*.dl"))
+            raise InputError(f"{text}: no such rule program (a .dl file, or a bundled one by name: "
+                             f"{', '.join(known)}){did_you_mean(os.path.basename(text).removesuffix('.dl'), known)}")
+        return text
+    return str(RULES / _with_suffix(text))
 
 
 # Sections whose keys are the user's own (Spark settings, table names, strategies, dialects); every other key

@@ -11,6 +11,11 @@ KEY = ("database", "schema", "name")
 # Created and changed outside a deploy (mz-deploy's `apply`): never staged, swapped or dropped by one.
 APPLY_MANAGED = ("table", "table-from-source", "source", "connection", "secret")
 
+# blue-green and in-place plan DDL (their rules: plan.rules); none plans nothing: the dirty sets are the
+# answer (dbt builds the selection itself: `dirtiness select`).
+STRATEGIES = ("blue-green", "in-place", "none")
+NO_PLAN = "none"
+
 OBJECT_DOMAIN = "object"
 # Where a cluster's name goes in its definition (mz-deploy's clusters/*.sql): the plan fills in the name it
 # creates, a staged copy's or the cluster's own.

@@ -14,6 +14,8 @@ fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
            decisions by name), one for every check of the plan
+names      instead of ``plan`` under strategy none: one job for the dirty
+           sets by name
 =========  ================================================================
 
 A small catalog holds everything as local relations (rows on the driver,
@@ -177,7 +179,7 @@ class _Run:
         self.holding = replace(settings.holding, partitions=partitions)
         self.small = settings.held_as_rows(objects)  # worth trying rows first
         self.dirty = Program(settings.checked, self.holding, "dirty")
-        self.plan = Program(settings.plan_checked, self.holding, "plan")
+        self.plan = Program(settings.plan_checked, self.holding, "plan") if settings.plan_checked else None
 
     def hold(self, frames: dict) -> dict[str, Batch]:
         return self.holding.hold_all(frames, try_local=self.small)
@@ -200,6 +202,10 @@ class _Run:
             dirty = self.result.evaluation = self.dirty.evaluate(
                 {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds),
                 self.hooks.on_static)
+        if self.plan is None:  # strategy none: the dirty sets by name are the answer
+            with self.clock("names"):
+                self.named(old, new, changed, dictionary, dirty)
+            return
         with self.clock("plan"):
             self.planned(old, new, changed, objects, base, dictionary, dirty)
 
@@ -277,8 +283,8 @@ class _Run:
         over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows
         base = {n: Batch(f, None, over_rows=over_rows) for n, f in interned_.relations(settings.dialect.clusters).items()}
         self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
-                                 **self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
-                                                              if n in base})})
+                                 **(self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
+                                                               if n in base}) if self.plan else {})})
         return base, dictionary(objects, names), objects
 
     def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
@@ -296,6 +302,16 @@ class _Run:
                     raise InputError(f"--forced-schema {', '.join(sorted(details))}: no such schema in the new "
                                      f"project ({self.settings.new})")
                 raise InputError(_problem_line(line, details, total))
+
+    def named(self, old: Snapshot, new: Snapshot, changed: DataFrame, dictionary_: DataFrame,
+              dirty: Evaluation) -> None:
+        """Strategy none: the dirty rules' tuples by name (one job), and no plan."""
+        settings = self.settings
+        outputs = named_outputs({"rules": (settings.checked, dirty)}, dictionary_,
+                                object_attributes(old.objects, new.objects, changed))
+        held = self.hold({"outputs": Hold(outputs, split="relation")})
+        self.result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
+                              for relation, table in settings.outputs.items()}
 
     def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, objects: DataFrame,
                 base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:

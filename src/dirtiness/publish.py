@@ -63,9 +63,10 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             store.replace_run("runs", records(RUNS, [runs_row(settings, "running", result.started_at)]), run_id)
             facts_written = {name: write(f"facts/{BY_NAME[name].table}", batch) for name, batch in result.facts.items()}
             counts = {table: write(table, batch) for table, batch in result.tables.items()}
-            counts["ddl_plan"] = write("ddl_plan", result.plan)
-            write(PLAN_DECISIONS, result.decisions)
-            write(DECISIONS, result.object_decisions)
+            if settings.plan_checked is not None:  # strategy none plans nothing: no plan rows to write
+                counts["ddl_plan"] = write("ddl_plan", result.plan)
+                write(PLAN_DECISIONS, result.decisions)
+                write(DECISIONS, result.object_decisions)
             write(DESIRED_OBJECTS, result.desired)
             if settings.drift is not None:
                 write(DRIFT, records(DRIFT_ROWS, list(settings.drift)))
@@ -93,16 +94,16 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "status": "succeeded",
         "out": os.path.abspath(settings.out),
         "rules": settings.checked.path,
-        "plan_rules": settings.plan_checked.path,
+        "plan_rules": settings.plan_checked.path if settings.plan_checked else None,
         "strategy": settings.strategy,
         "delta_backend": store.backend,
         "small_catalog": result.small_catalog,
         "objects": result.objects,
         "counts": counts,
         "plan": result.phases,
-        "needing_attention": report.needing_attention,
+        "needing_attention": report.needing_attention if report else [],
         "unit_tests": dict(getattr(settings.inputs.get("new"), "unit_tests", None) or {}),  # mz-deploy's, per object
-        "verbatim": report.verbatim,
+        "verbatim": report.verbatim if report else [],
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
@@ -149,7 +150,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "forced_schemas": ",".join(f"{d}.{s}" for d, s in settings.forced) or None,
         **{k: settings.fingerprints[k] for k in FINGERPRINTS},
         "ddl_operations": counts.get("ddl_plan"), "dialect": settings.dialect.name,
-        "plan_rules": settings.plan_checked.path, "plan_rounds": plan_rounds,
+        "plan_rules": settings.plan_checked.path if settings.plan_checked else None, "plan_rounds": plan_rounds,
     }
 
 
@@ -177,14 +178,17 @@ def format_summary(summary: dict) -> str:
     counts = {t: n for t, n in summary["counts"].items() if t != "ddl_plan"}
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items() if k != "total")
     phases = ", ".join(f"{n} {p}" for p, n in summary["plan"].items()) or "nothing to do"
+    planned = summary["plan_rules"] is not None
     lines = [
         f"run {summary['run_id']}: {summary['status']} in {summary['seconds']['total']:.1f} s",
         "  dirty: " + ", ".join(f"{n} {t}" for t, n in counts.items()),
-        f"  plan ({summary['strategy']}): {counted(summary['counts'].get('ddl_plan', 0), 'operation')}: {phases}",
+        f"  plan ({summary['strategy']}): {counted(summary['counts'].get('ddl_plan', 0), 'operation')}: {phases}"
+        if planned else f"  plan (none): no DDL plan; `dirtiness select --out {summary['out']}` prints what to "
+                        f"build (as dbt build --select takes it)",
         f"  base facts: {counted(sum(summary['facts'].values()), 'row')} in "
         f"{counted(len(summary['facts']), 'relation')}",
-        f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point), "
-        f"{summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})",
+        f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point)"
+        + (f", {summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})" if planned else ""),
         f"  stages: {stages}",
         f"  tables: {summary['out']} ({summary['delta_backend']} backend)",
     ]

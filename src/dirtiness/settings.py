@@ -27,13 +27,14 @@ from .inputs.from_database import dsn_from, read_database
 from .inputs.references import SqlSettings, analyse
 from .inputs.selection import Selection, select
 from .inputs.snapshot import Document, check_table_form, is_document, read_document
+from .model import NO_PLAN, STRATEGIES
 from .plan.deletions import refuse_deleted_stateful
 from .plan.dialect import Dialect
 from .session import spark_settings
 from .wording import counted
 
-STRATEGIES = ("blue-green", "in-place")
 
+TOOLS = {"mz-deploy": "mz_deploy", "dbt": "dbt"}  # an input form -> its section of the configuration
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the plan reads them
 
@@ -68,7 +69,7 @@ class RunSettings:
     out: str
     run_id: str
     checked: CheckedProgram
-    plan_checked: CheckedProgram          # the strategy's rules (plan.rules)
+    plan_checked: CheckedProgram | None   # the strategy's rules (plan.rules); None: strategy none, no plan
     outputs: dict[str, str]               # derived relation -> output table
     forced: tuple[tuple[str, str], ...]   # (database, schema)
     strategy: str
@@ -162,28 +163,31 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     missing = [t for t in REQUIRED_OUTPUTS if t not in outputs.values()]
     if missing:
         raise InputError(f"configuration: outputs must name the tables {', '.join(missing)} (the plan reads them)")
-    mz_deploy = (params.new_format if params.new_format != "auto" else detect(params.new)) == "mz-deploy"
-    checked = load_rules(params.rules or (config["mz_deploy"]["rules"] if mz_deploy else config["rules"]), outputs)
+    # a tool's project brings its tool's semantics: its rules, and (dbt) its own way to build the selection
+    tool = TOOLS.get(params.new_format if params.new_format != "auto" else detect(params.new))
+    tool_settings = config[tool] if tool else {}
+    checked = load_rules(params.rules or tool_settings.get("rules") or config["rules"], outputs)
     forced = tuple(_forced_schema(s) for s in params.forced_schemas)
     if params.redeploy_all:
         forced += tuple(_every_schema(inputs["new"], params.new))
-    strategy = params.strategy or config["plan"]["strategy"]
+    strategy = params.strategy or tool_settings.get("strategy") or config["plan"]["strategy"]
     if strategy not in STRATEGIES:
         raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
     plan_rules = (config["plan"].get("rules") or {}).get(strategy)
-    if not plan_rules:
+    if not plan_rules and strategy != NO_PLAN:
         raise InputError(f"plan.rules: no rule program for the {strategy} strategy")
     backend = config["delta_backend"]
     if backend not in ("auto", "spark", "deltalake"):
         raise InputError(f"delta_backend: expected auto, spark or deltalake, not {backend!r}")
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
-    plan_checked = load_plan_rules(plan_rules)
+    plan_checked = load_plan_rules(plan_rules) if strategy != NO_PLAN else None
     if not params.allow_destructive and all(isinstance(inputs[side], Document) for side in ("old", "new")):
         refuse_deleted_stateful(inputs["old"], inputs["new"], checked, plan_checked, strategy)
     fingerprints = {
         **input_fingerprints,
-        "rules_fingerprint": fingerprints_of.of_text(checked.program.text + plan_checked.program.text),
+        "rules_fingerprint": fingerprints_of.of_text(checked.program.text
+                                                     + (plan_checked.program.text if plan_checked else "")),
         "config_fingerprint": fingerprints_of.of_settings(settings, forced=sorted(forced), strategy=strategy,
                                                           allow_destructive=params.allow_destructive,
                                                           **({"selection": selection.text()} if selection else {}),

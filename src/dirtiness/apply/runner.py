@@ -34,7 +34,7 @@ from typing import Callable
 from ..errors import InputError, PolicyError
 from ..sql import secrets
 from ..sql.secrets import scrub_dsn
-from ..model import DESIRED_OBJECTS, facts_table
+from ..model import DESIRED_OBJECTS, NO_PLAN, facts_table
 from ..readback.run_tables import RunTables
 from ..config import ReadSettings
 from ..wording import counted
@@ -91,6 +91,10 @@ class Settings:
 
 def load_operations(out: str, run_id: str | None, databases=()) -> tuple[RunTables, list[Operation]]:
     tables = RunTables.open(out, run_id)
+    if tables.run.get("strategy") == NO_PLAN:
+        raise InputError(f"run {tables.run_id} planned no DDL (strategy none): nothing to apply; its selection is "
+                         f"built by its tool (dbt build --select \"$(dirtiness select --out {out} --run-id "
+                         f"{tables.run_id})\")")
     where = {"database": list(databases)} if databases else {}
     rows = tables.read("ddl_plan", columns=PLAN_FIELDS, **where).to_pylist()
     if databases and not rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..config import rule_program
 from ..datalog.check import CheckedProgram, check_program
 from ..datalog.syntax import ProgramError, parse_program
 from ..errors import InputError
@@ -9,7 +10,9 @@ from ..model import base_domains, plan_domains
 
 
 def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
-    """The dirty rules: over the base facts (``model.BASE_RELATIONS``), deriving at least the outputs."""
+    """The dirty rules: over the base facts (``model.BASE_RELATIONS``), deriving at least the outputs.
+    ``path``: a .dl file, or a bundled program by name."""
+    path = rule_program(path)
     checked = check_program(parse_program(_read(path), path), base_domains())
     missing = [r for r in outputs if r not in checked.derived]
     if missing:
@@ -19,6 +22,7 @@ def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
 
 def load_plan_rules(path: str) -> CheckedProgram:
     """A strategy's rules: over the dirty sets and the plan's facts (``model.PLAN_RELATIONS``)."""
+    path = rule_program(path)
     return check_program(parse_program(_read(path), path), plan_domains())
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
-from ..model import KEY, SELECTED_CHANGES, facts_table
+from ..model import KEY, NO_PLAN, SELECTED_CHANGES, facts_table
 from .fact_text import Fact, parse_fact, show_name
 from ..typed_names import ambiguous, not_found, parts_of, suffix_matches
 from .run_tables import RunTables
@@ -76,6 +76,7 @@ class Explanation:
     decision_chain: list[Link] = field(default_factory=list)  # why the first of them holds
     decision: dict | None = None  # its row of the decisions table: decision, relation, rule, reason, steps
     selection: str | None = None  # a selective run's word on it: selected, excluded, or which change pulled it in
+    strategy: str | None = None   # the run's plan strategy (none: it planned no DDL)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -94,7 +95,7 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
     name = show_name(parts)
     links = chain(tables, relations, target)
     explanation = Explanation(run_id=tables.run_id, rules=tables.run.get("rules"), target=str(target), kind=kind,
-                              name=name, dirty=bool(links), chain=links)
+                              name=name, dirty=bool(links), chain=links, strategy=tables.run.get("strategy"))
     if kind == "object":
         key = dict(zip(KEY, parts))
         changed = tables.rows(facts_table("ChangedStmt"), **key)
@@ -367,6 +368,8 @@ def format_text(e: Explanation) -> str:
             why = f"  (not dirty: {op['reason']})" if op.get("reason") not in (None, "dirty") else ""
             statement = op["statement"] or f"{op.get('action') or 'operation'} (no statement: the snapshot has no SQL)"
             lines.append(f"  {op['seq']:>4}  {op['phase']} step {op['step']}: {statement}{mark}{why}")
+    elif e.strategy == NO_PLAN:
+        lines.append("in the plan: the run planned no DDL (strategy none); `dirtiness select` lists what to build")
     elif e.dirty:
         lines.append("in the plan: no operation of its own")
     if e.decisions:

@@ -22,6 +22,11 @@ VERSION = re.compile(r"^v\d+$")
 
 def dbt_selection(tables: RunTables, dirty_table: str = "dirty_stmts") -> list[str]:
     """The dbt node names of the run's dirty objects, in dependency order."""
+    return [node_name(unique_id) for _, unique_id in selected_nodes(tables, dirty_table)]
+
+
+def selected_nodes(tables: RunTables, dirty_table: str = "dirty_stmts") -> list[tuple[tuple, str]]:
+    """``(object key, dbt unique_id)`` of the run's dirty objects that dbt builds, in dependency order."""
     rows = tables.read(dirty_table, columns=["database", "schema", "name", "change", "tool_id"]).to_pylist()
     if rows and not any(r.get("tool_id") for r in rows):
         raise InputError(f"run {tables.run_id}: its objects carry no dbt unique_id "
@@ -34,17 +39,26 @@ def dbt_selection(tables: RunTables, dirty_table: str = "dirty_stmts") -> list[s
             key = (op["database"], op["schema"], op["name"])
             if key in nodes:
                 first[key] = min(first.get(key, op["seq"]), op["seq"])
-    step = _steps(nodes, tables)
+    step = dependency_steps(nodes, tables)
     ordered = sorted(nodes, key=lambda k: (step[k], k not in first, first.get(k, 0), node_name(nodes[k])))
-    return [node_name(nodes[key]) for key in ordered]
+    return [(key, nodes[key]) for key in ordered]
 
 
-def _steps(nodes: dict, tables: RunTables) -> dict[tuple, int]:
-    """Each node's step among the selected ones: one more than the largest step of what it reads
-    (as the plan orders its operations), from the run's ``DependsOn`` facts."""
+def ls_json(key: tuple, unique_id: str) -> dict:
+    """A node as ``dbt ls --select state:modified+ --output json`` prints it, with the keys that name it
+    (a run holds no more of the manifest: not its config, tags or file path)."""
+    parts = unique_id.split(".")
+    return {"name": node_name(unique_id), "resource_type": parts[0], "package_name": parts[1] if len(parts) > 2
+            else None, "unique_id": unique_id, "alias": key[2], "database": key[0], "schema": key[1]}
+
+
+def dependency_steps(nodes, tables: RunTables) -> dict[tuple, int]:
+    """Each of ``nodes`` (object keys) its step among them: one more than the largest step of what it
+    reads (as the plan orders its operations), from the run's ``DependsOn`` facts."""
     reads: dict[tuple, set] = {key: set() for key in nodes}
     if tables.has("facts/depends_on"):
-        for row in tables.read("facts/depends_on").to_pylist():
+        names = sorted({key[2] for key in nodes})
+        for row in tables.read("facts/depends_on", name=names).to_pylist():
             key, dep = (row["database"], row["schema"], row["name"]), (row["dep_database"], row["dep_schema"],
                                                                        row["dep_name"])
             if key in nodes and dep in nodes and dep != key:

@@ -72,7 +72,7 @@ def records(schema: pa.Schema, rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
 
 
-def relation_rows(checked: CheckedProgram, plan_checked: CheckedProgram, outputs: dict[str, str],
+def relation_rows(checked: CheckedProgram, plan_checked: CheckedProgram | None, outputs: dict[str, str],
                   facts: dict[str, int], rounds: list[RoundLog], plan_rounds: list[RoundLog]) -> list[dict]:
     """One row per relation of the dirty rules (base first, then derived in stratum order), then the plan
     rules' own relations (its base relations that are the dirty sets are the dirty rules' rows)."""
@@ -80,6 +80,8 @@ def relation_rows(checked: CheckedProgram, plan_checked: CheckedProgram, outputs
              "program": "rules"} for name in checked.base]
     rows += [{"relation": name, "role": "derived", "table": outputs.get(name), "tuples": count, "program": "rules"}
              for name, count in _derived(checked, rounds).items()]
+    if plan_checked is None:  # strategy none
+        return rows
     known = {row["relation"] for row in rows}
     rows += [{"relation": name, "role": "base", "table": None, "tuples": None, "program": "plan"}
              for name in plan_checked.base if name not in known]

@@ -7,10 +7,14 @@ validates that document exactly as it validates a hand-written snapshot.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 
 from ...errors import InputError
+
+GZIP = b"\x1f\x8b"  # how every gzip file starts (a manifest.json.gz, as CI systems keep artefacts)
 
 FORMATS = ("auto", "snapshot", "dbt", "mz-deploy", "moose")
 
@@ -20,13 +24,14 @@ def detect(path: str) -> str:
     ``moose`` (an infrastructure map), or ``snapshot`` (this job's own document or table folders)."""
     if os.path.isdir(path):
         return "mz-deploy" if os.path.isdir(os.path.join(path, "models")) else "snapshot"
-    if not path.endswith((".json", ".JSON")):
+    compressed = _is_gzip(path)
+    if not compressed and not path.endswith((".json", ".JSON")):
         return "snapshot"  # YAML: only this job's own documents are YAML
     try:
-        with open(path, encoding="utf-8") as handle:
+        with _open(path, compressed) as handle:
             head = handle.read(1 << 16)
-    except (OSError, UnicodeDecodeError):
-        return "snapshot"  # the snapshot reader says what is wrong with it
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error):
+        return "dbt" if compressed else "snapshot"  # the reader of that form says what is wrong with it
     if '"dbt_schema_version"' in head:
         return "dbt"
     document = _load_json(path) if '"tables"' in head or '"views"' in head else None
@@ -57,11 +62,30 @@ def to_document(path: str, format: str = "auto", system_schemas=(), external_dat
     return moose.to_document(path)
 
 
-def _load_json(path: str):
+def _is_gzip(path: str) -> bool:
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, "rb") as handle:
+            return handle.read(2) == GZIP
+    except OSError:
+        return False
+
+
+def _open(path: str, compressed: bool):
+    return gzip.open(path, "rt", encoding="utf-8") if compressed else open(path, encoding="utf-8")
+
+
+def _load_json(path: str):
+    """A JSON document, plain or gzipped (told by its first bytes, not its name)."""
+    compressed = _is_gzip(path)
+    try:
+        with _open(path, compressed) as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
         raise InputError(f"{path}: line {error.lineno}: malformed JSON: {error.msg}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot read: {error}") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise InputError(f"{path}: a damaged gzip file ({error or 'it ends too early'})") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 text{' once unzipped' if compressed else ''} (byte {error.start})") \
+            from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None

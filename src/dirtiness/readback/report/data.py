@@ -13,13 +13,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
-from ...model import KEY, facts_table
+from ...model import KEY, NO_PLAN, facts_table
 from ..fact_text import show_name
 from ..run_tables import RunTables
+from ..select import dependency_steps
 from .chart import Chart, rounds_chart
 from .picture import NOT_IN_PLAN, NodeSpec, Picture, lay_out, reason_colours
 
 DEFAULTS = {"max_graph_nodes": 150, "max_rows": 2000}
+STEP_COLUMNS = pa.schema([*((k, pa.string()) for k in KEY), ("object_type", pa.string()), ("phase", pa.string()),
+                          ("phase_order", pa.int32()), ("step", pa.int32()), ("destructive", pa.bool_())])
 _RANK = 1_000_000  # phase_order * _RANK + step orders the plan's steps
 
 
@@ -45,6 +48,7 @@ class ReportData:
     decisions: list[dict] = field(default_factory=list)   # the first max_rows, objects, schemas, then clusters
     decisions_total: int = 0
     decision_kinds: list[str] = field(default_factory=list)  # every decision the run made, for the filter
+    decision_counts: list[tuple[str, int]] = field(default_factory=list)  # objects per decision, kept last
 
 
 SUBJECT_ORDER = {"object": 0, "schema": 1, "cluster": 2}
@@ -81,15 +85,21 @@ def collect(tables: RunTables, settings: dict | None = None) -> ReportData:
     first_rounds = objects.group_by("rule").aggregate([("round", "min")]).rename_columns(["rule", "round"])
     data.colours = reason_colours(_reasons([first_rounds.to_pylist(), data.schemas, data.clusters]))
     data.objects = objects.slice(0, settings["max_rows"]).to_pylist()
-    steps = tables.read("ddl_plan", columns=[*KEY, "object_type", "phase", "phase_order", "step", "destructive"])
+    planned = tables.run.get("strategy") != NO_PLAN and tables.has("ddl_plan")
+    steps = tables.read("ddl_plan", columns=list(STEP_COLUMNS.names)) if planned else STEP_COLUMNS.empty_table()
     data.plan_steps, data.plan_total = _plan_steps(steps), steps.num_rows
-    data.plan = _rows(tables, "ddl_plan", "seq", condition=pc.field("seq") <= settings["max_rows"])
+    data.plan = _rows(tables, "ddl_plan", "seq", condition=pc.field("seq") <= settings["max_rows"]) if planned else []
     data.picture = _picture(tables, objects, steps, data.schemas, data.colours, settings["max_graph_nodes"])
     data.schemas_total, data.clusters_total = len(data.schemas), len(data.clusters)
     decisions = sorted(_rows(tables, "decisions"), key=lambda r: (
         SUBJECT_ORDER.get(r["subject"], 3), *(r[k] or "" for k in KEY)))
     data.decisions, data.decisions_total = decisions[:settings["max_rows"]], len(decisions)
     data.decision_kinds = sorted({r["decision"] for r in decisions})
+    counts: dict[str, int] = {}
+    for row in decisions:
+        if row["subject"] == "object":
+            counts[row["decision"]] = counts.get(row["decision"], 0) + 1
+    data.decision_counts = sorted(counts.items(), key=lambda item: (item[0] == "kept", -item[1], item[0]))
     data.schemas, data.clusters = data.schemas[:settings["max_rows"]], data.clusters[:settings["max_rows"]]
     return data
 
@@ -147,8 +157,13 @@ def _picture(tables: RunTables, objects: pa.Table, steps: pa.Table, schemas: lis
 
 def _object_picture(tables: RunTables, objects: pa.Table, steps: pa.Table, colours: dict[str, str]) -> Picture:
     names = sorted(set(objects["name"].to_pylist()))
-    first, headings = _layers(steps)
-    ranks = {(r["database"], r["schema"], r["name"]): r["rank"] for r in first.to_pylist()}
+    if steps.num_rows:
+        first, headings = _layers(steps)
+        ranks = {(r["database"], r["schema"], r["name"]): r["rank"] for r in first.to_pylist()}
+    else:  # no plan (strategy none): columns in build order, what an object reads to its left
+        order = dependency_steps([tuple(r[k] for k in KEY) for r in objects.select(list(KEY)).to_pylist()], tables)
+        ranks = {key: _RANK + step for key, step in order.items()}  # as if all of phase 1
+        headings = {(1, step): f"build order \u00b7 {step + 1}" for step in set(order.values())}
     specs = []
     for row in objects.to_pylist():
         key = (row["database"], row["schema"], row["name"])

@@ -14,6 +14,7 @@ from importlib import resources
 
 import jinja2
 
+from ...model import NO_PLAN
 from ..fact_text import show_name
 from ..run_tables import RunTables
 from .data import ReportData, collect
@@ -48,6 +49,8 @@ def render(data: ReportData) -> str:
         resources.files(__package__).joinpath("page.html.j2").read_text(encoding="utf-8"))
     stage_total = sum(s["seconds"] for s in data.stages) or 1.0
     return template.render(
+        planned=data.run.get("strategy") != NO_PLAN, destructive=sum(s["destructive"] for s in data.plan_steps),
+        decision_counts=data.decision_counts,
         run=data.run, succeeded=data.run["status"] == "succeeded", stages=data.stages, stage_total=stage_total,
         stage_colours=[PALETTE[i % len(PALETTE)] for i in range(len(data.stages))], relations=data.relations,
         rounds=data.rounds, chart=data.chart, picture=data.picture, node_width=NODE_WIDTH, node_height=NODE_HEIGHT,
@@ -73,6 +76,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["n"] = lambda value: "" if value is None else f"{value:,}"
+    env.filters["noun"] = lambda value, noun: noun if value == 1 else noun + "s"  # 1 cluster, 3 clusters
     env.filters["when"] = _when
     env.filters["object_key"] = lambda row: show_name((row["database"], row["schema"], row["name"]))
     env.filters["subject_key"] = lambda row: show_name(tuple(row[k] for k in ("database", "schema", "name")
