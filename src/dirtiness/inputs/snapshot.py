@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from ..datalog.holding import local_frame
 from ..errors import InputError, InputProblems, summarize
 from ..model import KEY, KINDS
+from ..sql import secrets
 from ..wording import counted, did_you_mean
 from .formats import detect, to_document
 
@@ -357,8 +358,23 @@ def _parse_object(entry, number: int):
                                         or not all(isinstance(k, str) and k.strip() for k in expressions)):
             raise _Problem(f"{name}: index {index['name']}: 'key' must be a non-empty list of SQL expressions")
         idx.append((index["name"], cluster, ", ".join(expressions) if expressions else None))
-    row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, entry.get("sql"), entry.get("tool_id"))
+    row = (*key, kind, entry.get("hash"), entry.get("cluster"), replacement, _without_value(entry.get("sql"), kind,
+                                                                                             key, name),
+           entry.get("tool_id"))
     return key, row, deps, idx
+
+
+def _without_value(sql: str | None, kind: str, key: tuple, name: str) -> str | None:
+    """A secret's statement as the job carries it: its name and a placeholder, never its value (nor, in a
+    message, its text)."""
+    if sql is None:
+        return None
+    if secrets.is_secret_text(sql) != (kind == "secret"):
+        raise _Problem(f"{name}: its kind is {kind}, but its sql is {'' if kind != 'secret' else 'not '}a CREATE "
+                       f"SECRET statement (the statement is not shown: it may hold a secret's value)")
+    if kind != "secret" or secrets.value_hidden(sql):  # an mz-deploy file's placeholder names where it is
+        return sql
+    return secrets.masked_statement(*key)
 
 
 def _list(entry: dict, field: str, name: str) -> list:
@@ -421,10 +437,12 @@ def _parquet_schema(folder: str) -> T.StructType:
 def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> DataFrame:
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise InputError(f"{folder}: missing column(s) {', '.join(missing)}")
+        raise InputError(f"{folder}: missing {'column' if len(missing) == 1 else 'columns'} {', '.join(missing)}")
     columns = []
     for field in schema.fields:
-        if field.name not in frame.columns:
+        if field.name == "sql" and "sql" in frame.columns:
+            columns.append(_sql_without_value(frame).alias("sql"))
+        elif field.name not in frame.columns:
             missing = F.lit(False) if isinstance(field.dataType, T.BooleanType) else F.lit(None)
             columns.append(missing.cast(field.dataType).alias(field.name))
         elif isinstance(field.dataType, T.BooleanType):
@@ -439,6 +457,21 @@ def _conform(frame: DataFrame, schema: T.StructType, folder: str, required) -> D
         else:
             columns.append(F.col(field.name).cast(field.dataType).alias(field.name))
     return frame.select(*columns)
+
+
+# Java's regular expression for what ``secrets.is_secret_text`` tells in Python: a CREATE SECRET statement.
+_SECRET_STATEMENT = r"(?is)^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*CREATE\s+SECRET\b.*"
+
+
+def _sql_without_value(frame: DataFrame) -> F.Column:
+    """A table-form snapshot's ``sql`` as it is read: a secret's statement (or any CREATE SECRET, whatever the
+    row's kind says) becomes its name and a placeholder (``secrets.masked_statement``), its value never kept."""
+    sql = F.col("sql").cast("string")
+    name = F.concat_ws(".", *(F.concat(F.lit('"'), F.replace(F.col(k).cast("string"), F.lit('"'), F.lit('""')),
+                                       F.lit('"')) for k in KEY))
+    secret = (F.lower(F.trim(F.col("kind").cast("string"))) == "secret") | sql.rlike(_SECRET_STATEMENT)
+    return F.when(sql.isNotNull() & secret, F.concat(F.lit("CREATE SECRET "), name, F.lit(" AS "),
+                                                     F.lit(secrets.placeholder()))).otherwise(sql)
 
 
 def _table_checks(snapshot: Snapshot) -> dict[str, DataFrame]:

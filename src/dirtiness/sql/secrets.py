@@ -1,14 +1,19 @@
-"""A secret's value never leaves its file: the job carries a placeholder, `apply` puts the value back.
+"""A secret's value never leaves its input: the job carries a placeholder, `apply` puts the value back.
 
-A project's ``CREATE SECRET name AS <value>`` is read with its value replaced
-by ``'dirtiness-secret:<file>'`` (``placeholder``); that is what the
-snapshot's ``sql``, the facts tables, the plan's statements, explain and the
-report hold, and the hash is taken without the value at all (a changed value
-is mz-deploy's ``apply`` business, not a deploy's). At apply time
+A ``CREATE SECRET name AS <value>`` is read, whatever the input form, with
+its value replaced by ``'dirtiness-secret:<file>'`` (``placeholder``): an
+mz-deploy project's file names where the value is; a snapshot document's or
+a table-form snapshot's secret is carried as ``CREATE SECRET <its name> AS
+'dirtiness-secret:'`` (``masked_statement``), its value dropped as it is
+read. That is what the snapshot's ``sql``, the facts tables, the plan's
+statements, explain and the report hold, and an mz-deploy hash is taken
+without the value at all (a changed value is mz-deploy's ``apply`` business,
+not a deploy's). The other forms carry no SQL (dbt, Moose) or are never
+given a value (a database's catalog does not show one). At apply time
 ``reveal`` puts the value back into the statement it executes, read from the
 environment variable the operation names (``DIRTINESS_SECRET_<DB>_<SCHEMA>_<NAME>``)
-or else from the file; a value found in neither stops apply before it runs
-anything, with one line that names where it looked.
+or else from the project's file; a value found in neither stops apply before
+it runs anything, with one line that names where it looked.
 """
 
 from __future__ import annotations
@@ -24,9 +29,25 @@ PLACEHOLDER = re.compile(r"'" + re.escape(MARK) + r"((?:[^']|'')*)'")
 CREATE_SECRET = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*CREATE\s+SECRET\b", re.IGNORECASE | re.DOTALL)
 
 
-def placeholder(file: str) -> str:
-    """The SQL literal standing for the value of the secret defined in ``file``."""
-    return "'" + (MARK + os.path.abspath(file)).replace("'", "''") + "'"
+def placeholder(file: str | None = None) -> str:
+    """The SQL literal standing for the value of the secret defined in ``file`` (None: in no file the job
+    knows; its value comes from the environment)."""
+    return "'" + (MARK + (os.path.abspath(file) if file else "")).replace("'", "''") + "'"
+
+
+def masked_statement(database: str, schema: str, name: str) -> str:
+    """What a snapshot carries for a secret given with its statement: its name, and no value."""
+    quoted = ".".join('"' + part.replace('"', '""') + '"' for part in (database, schema, name))
+    return f"CREATE SECRET {quoted} AS {placeholder()}"
+
+
+HIDDEN_VALUE = re.compile(r"^\s*CREATE\s+SECRET\s+.+?\s+AS\s+" + PLACEHOLDER.pattern + r"\s*;?\s*$",
+                          re.IGNORECASE | re.DOTALL)
+
+
+def value_hidden(statement: str) -> bool:
+    """Whether a CREATE SECRET's value is already a placeholder (as an mz-deploy project's is read)."""
+    return HIDDEN_VALUE.match(statement) is not None
 
 
 def is_secret_text(text: str) -> bool:
@@ -67,6 +88,9 @@ def reveal(statement: str, database: str, schema: str, name: str, environ=os.env
         value = "'" + environ[variable].replace("'", "''") + "'"
     else:
         file = found.group(1).replace("''", "'")
+        if not file:  # given in a snapshot, whose value was dropped as it was read
+            raise InputError(f"secret {database}.{schema}.{name}: no value: set {variable} (the snapshot carries "
+                             f"no secret's value)")
         value = value_in_file(file)
         if value is None:
             raise InputError(f"secret {database}.{schema}.{name}: no value: {variable} is not set and {file} "
