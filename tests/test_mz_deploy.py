@@ -3,10 +3,11 @@
 import pytest
 
 from dirtiness.cli import main
-from dirtiness.config import PROJECT_ROOT
+from dirtiness.config import PROJECT_ROOT, load_config
 from dirtiness.errors import InputError
 from dirtiness.inputs.formats import detect
 from dirtiness.inputs.formats.mz_deploy import to_document
+from dirtiness.model import CLUSTER_NAME
 
 DATA = PROJECT_ROOT / "tests" / "data" / "mz_deploy"
 
@@ -92,22 +93,25 @@ def test_mz_deploys_rules_on_the_auction_checkouts(spark, tmp_path):
                     for r in plan.iter_rows(named=True) if r["object_type"] == "cluster"]
     staging = next(r for r in plan.iter_rows(named=True) if r["object_type"] == "schema")
     suffix = staging["target_schema"][len(staging["schema"]):]
-    # serving_large is new in v2: nothing deployed runs on it, so it is created as itself, not staged and swapped
-    assert [op[:4] for op in clusters_ops if op[3] == "serving_large"] == [("stage", 0, "CREATE", "serving_large")]
-    assert ("stage", 0, "CREATE", "serving_large", "CREATE CLUSTER \"serving_large\" (SIZE = '25cc')") in clusters_ops
-    assert {op[3] for op in clusters_ops if op[2] == "SWAP"} == {"compute", "serving"}
-    # compute's staged copy is created as clusters/compute.sql defines compute, grant included; serving's
+    # serving_large is new in v2 and no file defines it: it exists outside the project (mz-deploy's apply or
+    # a person made it), so, dirty, it is staged and swapped like any cluster, never created as itself
+    assert [op[:4] for op in clusters_ops if op[3] == "serving_large"] == [
+        ("stage", 0, "CREATE", "serving_large"), ("swap", 1, "SWAP", "serving_large"),
+        ("cleanup", 0, "DROP", "serving_large")]
+    assert {op[3] for op in clusters_ops if op[2] == "SWAP"} == {"compute", "serving", "serving_large"}
+    # compute's staged copy is created as clusters/compute.sql defines compute, grant included; the others
     # (no definition) with the dialect's template
-    staged = {op[3]: op[4] for op in clusters_ops if op[2] == "CREATE" and op[3] != "serving_large"}
+    staged = {op[3]: op[4] for op in clusters_ops if op[2] == "CREATE"}
     assert staged == {
         "compute": f'CREATE CLUSTER "compute{suffix}" (SIZE = \'100cc\', REPLICATION FACTOR = 2); '
                    f'GRANT USAGE ON CLUSTER "compute{suffix}" TO analyst',
-        "serving": f'CREATE CLUSTER "serving{suffix}" (SIZE = \'25cc\')'}
+        "serving": f'CREATE CLUSTER "serving{suffix}" (SIZE = \'25cc\')',
+        "serving_large": f'CREATE CLUSTER "serving_large{suffix}" (SIZE = \'25cc\')'}
     keyed = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "winning_bids_idx")
     assert keyed == (f'CREATE INDEX "winning_bids_idx" IN CLUSTER "serving{suffix}" '
                      f'ON "materialize"."core{suffix}"."winning_bids" ("auction_id")')  # its key, kept exactly
     index = next(r["statement"] for r in plan.iter_rows(named=True) if r["name"] == "bid_counts_primary_idx")
-    assert f'IN CLUSTER "serving_large" ON "materialize"."core{suffix}"."bid_counts"' in index
+    assert f'IN CLUSTER "serving_large{suffix}" ON "materialize"."core{suffix}"."bid_counts"' in index
 
 
 # --- mz-deploy's semantics, on checkouts of tests/mz_projects.py ------------------------------------------------
@@ -260,7 +264,7 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
 @pytest.mark.parametrize("text, message", [
     ("CREATE CLUSTER hot (SIZE = '50cc');\nCREATE VIEW v AS SELECT 1;",
      r"clusters/hot\.sql: expected one CREATE CLUSTER and its GRANT \.\.\. ON CLUSTER statements, found 'CREATE VIEW"),
-    ("GRANT USAGE ON CLUSTER hot TO analyst;", r"clusters/hot\.sql: no CREATE CLUSTER \.\.\. \(options\)"),
+    ("GRANT USAGE ON CLUSTER hot TO analyst;", r"clusters/hot\.sql: no CREATE CLUSTER in a cluster's file"),
     ("CREATE CLUSTER hot (SIZE = '50cc'); GRANT USAGE ON CLUSTER cold TO analyst;",
      r"clusters/hot\.sql: a grant on cluster cold, not on hot"),
 ])
@@ -272,6 +276,79 @@ def test_a_bad_cluster_definition_is_named(tmp_path, text, message):
     (folder / "clusters" / "hot.sql").write_text(text)
     with pytest.raises(InputError, match=message):
         to_document(str(folder))
+
+
+LICENCE = """-- Copyright Example Corp. All rights reserved.
+--
+-- Use of this software is governed by the Business Source License
+-- included in the LICENSE file.
+
+"""
+# Cluster files in every form Materialize takes, as mz-deploy's own test projects write them.
+CLUSTER_FILES = {
+    "app.sql": LICENCE + "-- the serving cluster\nCREATE CLUSTER app SIZE = 'scale=1,workers=1';\n"
+                         "GRANT USAGE ON CLUSTER app TO analyst;\nCOMMENT ON CLUSTER app IS 'serving';",
+    "big.sql": LICENCE + "CREATE CLUSTER big (\n    SIZE = 'scale=1,workers=1', -- small for now\n"
+                         "    INTROSPECTION DEBUGGING\n);",
+    "manual.sql": "CREATE CLUSTER manual REPLICAS (r1 (SIZE = 'scale=1,workers=1'), \"R 2\" (SIZE '25cc'));",
+    "quiet.sql": "/* block comment */ CREATE CLUSTER quiet SIZE '25cc', REPLICATION FACTOR 1 WITH (WAIT FOR '1s');",
+}
+# A project whose materialized view runs on a cluster no file defines (managed outside the project).
+OUTSIDE = {
+    "public/orders.sql": "CREATE TABLE orders (id integer, amount integer);",
+    "serving/totals.sql": "CREATE MATERIALIZED VIEW totals IN CLUSTER scaled AS SELECT sum(amount) AS total "
+                          "FROM public.orders;\nCREATE INDEX totals_idx IN CLUSTER big ON totals (total);",
+    "serving/counts.sql": "CREATE MATERIALIZED VIEW counts IN CLUSTER app AS SELECT count(*) AS n FROM public.orders;",
+}
+
+
+def test_every_form_of_a_cluster_file_is_read_with_its_options(tmp_path):
+    from mz_projects import write
+
+    folder = write(tmp_path, OUTSIDE)
+    (folder / "clusters").mkdir()
+    for name, text in CLUSTER_FILES.items():
+        (folder / "clusters" / name).write_text(text)
+    clusters = {name: text.replace(CLUSTER_NAME, "<name>") for name, text in to_document(str(folder))["clusters"].items()}
+    assert clusters == {
+        "app": "CREATE CLUSTER <name> SIZE = 'scale=1,workers=1'; GRANT USAGE ON CLUSTER <name> TO analyst",
+        "big": "CREATE CLUSTER <name> (SIZE = 'scale=1,workers=1', INTROSPECTION DEBUGGING)",
+        "manual": "CREATE CLUSTER <name> REPLICAS (r1 (SIZE = 'scale=1,workers=1'), \"R 2\" (SIZE '25cc'))",
+        "quiet": "CREATE CLUSTER <name> SIZE '25cc', REPLICATION FACTOR 1 WITH (WAIT FOR '1s')"}
+
+
+def test_a_cluster_no_file_defines_is_staged_and_swapped_on_a_first_deploy(spark, tmp_path):
+    """mz-deploy stages every dirty cluster as <name>_<deploy id> and swaps it; one the project does not
+    define exists already (managed outside it), so it is never created in production; one it defines and
+    the database lacks is created from its file."""
+    import polars as pl
+    from mz_projects import write
+
+    new = write(tmp_path / "project", OUTSIDE)
+    (new / "clusters").mkdir()
+    for name in ("app.sql", "big.sql"):
+        (new / "clusters" / name).write_text(CLUSTER_FILES[name])
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("objects: []\n")
+    out = tmp_path / "out"
+    assert main(["run", "--old", str(empty), "--new", str(new), "--out", str(out), "--deploy-id", "d1",
+                 "--run-id", "first"]) == 0
+    plan = pl.read_delta(str(out / "ddl_plan")).sort("seq")
+    clusters = [(r["phase"], r["action"], r["statement"]) for r in plan.iter_rows(named=True)
+                if r["object_type"] == "cluster"]
+    template = load_config()["plan"]["dialects"]["materialize"]["create_cluster"]
+    assert clusters == [
+        ("stage", "CREATE", "CREATE CLUSTER \"app\" SIZE = 'scale=1,workers=1'; GRANT USAGE ON CLUSTER \"app\" "
+                            "TO analyst"),
+        ("stage", "CREATE", "CREATE CLUSTER \"big\" (SIZE = 'scale=1,workers=1', INTROSPECTION DEBUGGING)"),
+        ("stage", "CREATE", template.replace("{cluster}", '"scaled_d1"')),
+        ("swap", "SWAP", 'ALTER CLUSTER "scaled" SWAP WITH "scaled_d1"'),
+        ("cleanup", "DROP", 'DROP CLUSTER IF EXISTS "scaled_d1" CASCADE')]
+    totals = plan.filter(pl.col("name") == "totals")["statement"].to_list()
+    assert totals[0].startswith('CREATE MATERIALIZED VIEW "materialize"."serving_d1"."totals" IN CLUSTER "scaled_d1"')
+    decided = {r["name"]: r["decision"] for r in pl.read_delta(str(out / "decisions")).iter_rows(named=True)
+               if r["subject"] == "cluster"}
+    assert decided == {"app": "created", "big": "created", "scaled": "swapped"}
 
 
 PG_V1 = {

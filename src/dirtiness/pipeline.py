@@ -275,11 +275,16 @@ class _Run:
                              for n, f in dirty_facts.items()}
         objects, names = numbered["objects"].frame, numbered["names"].frame
         forced = spark.createDataFrame(sorted(set(settings.forced)), "database string, schema string")
+        defined = {}
+        if settings.clusters_outside:  # the project's own clusters, by their files
+            defined = {"defined_clusters": interned_clusters(spark.createDataFrame(
+                [(name,) for name in sorted(settings.inputs["new"].clusters)], "cluster string"), names)}
         held = self.hold({"objects": interned_objects(objects, names), "edges": interned_edges(edges, objects),
                           "indexes": interned_indexes(new.indexes, objects, names),
-                          "forced": interned_forced(forced, names), "old_clusters": interned_clusters(old.indexes, names)})
+                          "forced": interned_forced(forced, names), "old_clusters": interned_clusters(old.indexes, names),
+                          **defined})
         interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered["names"], held["forced"],
-                             held["old_clusters"])
+                             held["old_clusters"], held.get("defined_clusters"))
         over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows
         base = {n: Batch(f, None, over_rows=over_rows) for n, f in interned_.relations(settings.dialect.clusters).items()}
         self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),

@@ -91,6 +91,8 @@ class RunSettings:
     drift: tuple[dict, ...] | None = None  # --old-from-database: where the database differs from its deploy record
     selection: Selection | None = field(default=None, compare=False, repr=False)  # --only/--exclude: inputs["new"]
     # is then the deployed project plus the selected changes
+    clusters_outside: bool = False  # the new project (mz-deploy's) defines clusters by file; every other cluster
+    # it uses exists outside it (staged and swapped when dirty, never created)
 
     def small_catalog(self, objects: int) -> bool:
         """A catalog of this many objects (both snapshots) takes the small-data path."""
@@ -208,7 +210,8 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=_deploy_id(params.deploy_id) if params.deploy_id else config["plan"]["deploy_suffix"],
-        delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection, drift=drift)
+        delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection, drift=drift,
+        clusters_outside=tool == "mz_deploy" and isinstance(inputs.get("new"), Document))
 
 
 def _selection(inputs: dict, params: RunParams, dialect: Dialect, config: dict) -> Selection:

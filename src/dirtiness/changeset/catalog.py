@@ -199,6 +199,8 @@ class Interned:
     names: Batch
     forced: Batch         # c0, c1: the forced schemas' database and schema ids
     old_clusters: Batch   # c0: the clusters the old snapshot's indexes run on
+    defined_clusters: Batch | None = None  # c0: the clusters the project defines, where every other cluster it
+    # uses exists outside it (mz-deploy's: created by its apply, or by hand); None: the project defines none
 
     def relations(self, clusters: bool) -> dict[str, DataFrame]:
         """Every base relation of both programs (``model.BASE_RELATIONS``, ``PLAN_RELATIONS``) as ``c0..``."""
@@ -214,6 +216,9 @@ class Interned:
             self.indexes.frame.select(F.col("c2").alias("c0"))).distinct()
         deployed_clusters = objects(F.col("deployed") & F.col("deployed_cluster_id").isNotNull(),
                                     "deployed_cluster_id").unionByName(self.old_clusters.frame)
+        if self.defined_clusters is not None:  # there already, whatever the deployed project ran on them
+            deployed_clusters = deployed_clusters.unionByName(
+                new_clusters.join(self.defined_clusters.frame, "c0", "left_anti"))
 
         def members_of_kind(values) -> DataFrame:
             wanted = kinds(values).withColumnRenamed("c0", "member_kind_id")

@@ -9,6 +9,10 @@ whose names, references and clusters can be read and rewritten:
   properties ``Replacement``, ``ReplacementFor`` and ``InCluster``;
 - ``CREATE [DEFAULT] INDEX [name] [IN CLUSTER c] ON item [USING m] [(exprs)]``:
   ``Index``;
+- ``CREATE CLUSTER [IF NOT EXISTS] name [(] options [)] [WITH (...)]``
+  (an mz-deploy project's ``clusters/<name>.sql``): ``ClusterDefinition``,
+  the name and the rest as written, with or without parentheses (comments
+  left out);
 - ``CREATE SINK | SOURCE | CONNECTION | SECRET [IF NOT EXISTS] name
   [IN CLUSTER c] ...`` and ``CREATE TABLE name FROM SOURCE src ...``:
   ``CatalogObject``. Their options (``INTO KAFKA ...``, ``FORMAT ...``) are
@@ -71,6 +75,13 @@ class CatalogObject(exp.Expression):
                  "options": False}
 
 
+class ClusterDefinition(exp.Expression):
+    """``CREATE CLUSTER [IF NOT EXISTS] name ...``: its name, and everything after it as written (its options,
+    in parentheses or not; ``REPLICAS (...)``; ``WITH (...)``), comments left out."""
+
+    arg_types = {"this": True, "exists": False, "options": False}
+
+
 class Parser(MaterializeParser):
     PROPERTY_PARSERS = {
         **MaterializeParser.PROPERTY_PARSERS,
@@ -108,6 +119,10 @@ class Parser(MaterializeParser):
         for kind in CATALOG_KINDS:
             if self._match_text_seq(kind):
                 return self._parse_catalog_object(kind)
+        if self._curr and self._curr.text.upper() == "CLUSTER" and not (
+                self._next and self._next.text.upper() == "REPLICA"):
+            self._advance()
+            return self._parse_cluster_definition()
         index = self._index
         if self._match(TokenType.TABLE):
             table = self._parse_table_parts(schema=True)
@@ -115,6 +130,17 @@ class Parser(MaterializeParser):
                 return self._parse_catalog_object("TABLE", name=table)
             self._retreat(index)
         return super()._parse_create()
+
+    def _parse_cluster_definition(self) -> ClusterDefinition:
+        exists = self._parse_exists(not_=True)
+        name = self._parse_id_var(any_token=False)
+        pieces: list[str] = []
+        while self._curr:  # the tokens as written, so comments fall away and quoted text stays exact
+            text = self.sql[self._curr.start:self._curr.end + 1]
+            tight = not pieces or pieces[-1].endswith("(") or text in (")", ",")
+            pieces.append(text if tight else " " + text)
+            self._advance()
+        return self.expression(ClusterDefinition(this=name, exists=exists, options=exp.var("".join(pieces))))
 
     def _parse_index_statement(self, default: bool) -> Index:
         name = None
@@ -194,9 +220,16 @@ def _catalog_object(self, expression: CatalogObject) -> str:
     return " ".join(parts) + (" " + options.lstrip() if options.strip() else "")
 
 
+def _cluster_definition(self, expression: ClusterDefinition) -> str:
+    exists = "IF NOT EXISTS " if expression.args.get("exists") else ""
+    options = self.sql(expression, "options")
+    return f"CREATE CLUSTER {exists}{self.sql(expression, 'this')}" + (f" {options}" if options else "")
+
+
 class Generator(MaterializeGenerator):
     TRANSFORMS = {
         **MaterializeGenerator.TRANSFORMS,
+        ClusterDefinition: _cluster_definition,
         InCluster: _in_cluster,
         Replacement: lambda self, e: "REPLACEMENT",
         ReplacementFor: lambda self, e: f"FOR {self.sql(e, 'this')}",

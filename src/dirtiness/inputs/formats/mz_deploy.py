@@ -39,7 +39,7 @@ from ...errors import InputError
 from ...fingerprints import of_text
 from ...model import CLUSTER_NAME
 from ...sql import secrets
-from ...sql.materialize import Index, MaterializeDeploy
+from ...sql.materialize import ClusterDefinition, Index, MaterializeDeploy
 from ...sql.statement import SqlError, created_kind, parse, parse_statements, show
 
 QUOTED = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""")  # split keeps the quoted parts
@@ -71,14 +71,14 @@ def to_document(path: str, system_schemas=(), external_databases=()) -> dict:
 
 
 IDENT = r'("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
-CREATE_CLUSTER = re.compile(r"^CREATE\s+CLUSTER\s+" + IDENT + r"\s*\((.*)\)$", re.IGNORECASE | re.DOTALL)
 GRANT_ON_CLUSTER = re.compile(r"^(GRANT\s+.+?\s+ON\s+CLUSTER\s+)" + IDENT + r"(\s+TO\s+.+)$", re.IGNORECASE | re.DOTALL)
 
 
 def _clusters(folder: str) -> dict[str, str]:
-    """``clusters/<name>.sql``: each cluster's definition as the plan creates it (its options, and its grants,
-    which a swap would otherwise leave behind), with ``CLUSTER_NAME`` where the name goes (a staged copy's
-    or its own). Comments on clusters are not carried."""
+    """``clusters/<name>.sql``: each cluster's definition as the plan creates it (its options as written, in
+    any form Materialize takes, and its grants, which a swap would otherwise leave behind), with
+    ``CLUSTER_NAME`` where the name goes (a staged copy's or its own). Comments (a licence header, notes
+    among the options) and comments on clusters are not carried."""
     if not os.path.isdir(folder):
         return {}
     clusters = {}
@@ -90,21 +90,22 @@ def _clusters(folder: str) -> dict[str, str]:
         name, options, grants = None, None, []
         for tree in trees:
             sql = _uncommented(tree).sql(dialect=MaterializeDeploy).strip()
-            if (created := CREATE_CLUSTER.match(sql)) and name is None:
-                name, options = _identifier(created.group(1)), " ".join(created.group(2).split())
+            if isinstance(tree, ClusterDefinition) and name is None:
+                name = normalize_identifiers(tree.copy(), dialect=MaterializeDeploy).this.name
+                options = tree.args["options"].name if tree.args.get("options") else ""
             elif granted := GRANT_ON_CLUSTER.match(sql):
                 grants.append((_identifier(granted.group(2)), granted.group(1) + CLUSTER_NAME + granted.group(3)))
             elif not re.match(r"COMMENT\s+ON\s+CLUSTER\b", sql, re.IGNORECASE):
                 raise InputError(f"{file}: expected one CREATE CLUSTER and its GRANT ... ON CLUSTER statements, "
                                  f"found {sql[:60]!r}")
         if name is None:
-            raise InputError(f"{file}: no CREATE CLUSTER ... (options) in a cluster's file")
+            raise InputError(f"{file}: no CREATE CLUSTER in a cluster's file")
         others = sorted({g for g, _ in grants} - {name})
         if others:
             raise InputError(f"{file}: a grant on cluster {others[0]}, not on {name} (each file defines one cluster)")
         if name in clusters:
             raise InputError(f"{file}: cluster {name} is defined twice")
-        clusters[name] = "; ".join([f"CREATE CLUSTER {CLUSTER_NAME} ({options})", *(g for _, g in grants)])
+        clusters[name] = "; ".join([f"CREATE CLUSTER {CLUSTER_NAME} {options}".rstrip(), *(g for _, g in grants)])
     return clusters
 
 
