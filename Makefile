@@ -14,7 +14,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CLASSES := $(VENV)/spark-classes.jsa
 
-.PHONY: setup airflow system classes run test check bench clean
+.PHONY: setup airflow system classes run postgres postgres-stop test check bench clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,15 @@ system:
 run: setup
 	$(BIN)/dirtiness run --old examples/old.yaml --new examples/new.yaml --out $(OUT) \
 		--summary-json $(OUT)/summary.json --report $(OUT)/report.html
+
+# A throwaway PostgreSQL for the README's apply tour: Debian's package (installed if missing), a Unix socket in
+# $(PG_DIR), no TCP port; it prints the connection string. postgres-stop stops it and removes the folder.
+PG_DIR ?= out/postgres-server
+postgres: system
+	$(PYTHON) examples/postgres/local_server.py start $(PG_DIR) --database flipper
+
+postgres-stop:
+	$(PYTHON) examples/postgres/local_server.py stop $(PG_DIR)
 
 # Everything, with the real parts, in two workers, each with its own SparkSession: a module's tests
 # in one worker (its runs computed once), the modules with the slowest tests handed out first.

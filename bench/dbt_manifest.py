@@ -6,8 +6,8 @@ The manifest is jaffle_shop at dbt 1.12 (``tests/data/dbt``) repeated
 ``--copies`` times under new names (13 models and 6 seeds a copy, each copy's
 dependencies kept inside it); the "target" manifest edits ``stg_orders_0``.
 Prints the conversion time (in process, median of 5) and then runs
-``dirtiness run --rules conf/rules/dbt_state_modified.dl`` as a whole process
-``--runs`` times (median), and the selection it makes. The last line on
+``dirtiness run`` as a whole process ``--runs`` times (median; the manifest
+brings dbt's rules and strategy none), and the selection it makes. The last line on
 stdout is one JSON object with all figures.
 """
 
@@ -30,7 +30,6 @@ from dirtiness.config import PROJECT_ROOT
 from dirtiness.inputs.formats import to_document
 
 FIXTURE = os.path.join(PROJECT_ROOT, "tests", "data", "dbt", "jaffle_shop_manifest_dbt_1.12.json.gz")
-RULES = os.path.join(PROJECT_ROOT, "src", "dirtiness", "conf", "rules", "dbt_state_modified.dl")
 EDITED = "model.jaffle_shop.stg_orders_0"
 
 
@@ -98,7 +97,7 @@ def measure(args: argparse.Namespace, work: str) -> None:
         shutil.rmtree(out, ignore_errors=True)
         summary_path = os.path.join(work, f"summary{i}.json")
         started = time.perf_counter()
-        subprocess.run([dirtiness, "run", "--old", paths["prod"], "--new", paths["target"], "--rules", RULES,
+        subprocess.run([dirtiness, "run", "--old", paths["prod"], "--new", paths["target"],
                         "--out", out, "--summary-json", summary_path],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         walls.append(time.perf_counter() - started)

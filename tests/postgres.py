@@ -1,23 +1,25 @@
 """A real PostgreSQL server for the tests: Debian's package, a temporary folder, a Unix socket only.
 
 ``make test`` and ``.ci/run`` install the package when it is missing. The
-server runs as a non-root user (``initdb`` refuses root: as root, the
-``postgres`` user the package creates), listens on no TCP port, and is
-stopped at the end of the test session. Also here: a project deployed the
+server is the tour's (``make postgres``: ``examples/postgres/local_server.py``)
+in a temporary folder: it runs as a non-root user (``initdb`` refuses root:
+as root, the ``postgres`` user the package creates), listens on no TCP port,
+and is stopped at the end of the test session. Also here: a project deployed the
 way a person would (each object's own SQL, in dependency order, its schema
 on the search path), and a database's catalog read back for comparison.
 """
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
-import shutil
-import subprocess
+import sys
 import tempfile
 
 import psycopg
+
+from dirtiness.config import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "examples" / "postgres"))
+from local_server import PostgresServer as LocalServer  # noqa: E402  (the tour's server, `make postgres`)
 
 RECORD_SCHEMA = "dirtiness"  # apply's deploy record (apply.record_schema): bookkeeping, not the project
 
@@ -38,42 +40,11 @@ WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'dirtiness') AND nspna
 """
 
 
-def server_binaries() -> str:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
-    if not found:
-        raise RuntimeError("PostgreSQL is not installed (Debian's postgresql package): `make test` installs it")
-    return os.path.dirname(found[-1])
+class PostgresServer(LocalServer):
+    """The suite's server, in a temporary folder of its own (``examples/postgres/local_server.py``)."""
 
-
-class PostgresServer:
     def __init__(self) -> None:
-        self.bin = server_binaries()
-        self.folder = tempfile.mkdtemp(prefix="dirtiness-pg-")
-        self.user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-        if os.geteuid() == 0:
-            shutil.chown(self.folder, user="postgres")
-        self.data = os.path.join(self.folder, "data")
-
-    def _as_user(self, *argv: str) -> list[str]:
-        return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else list(argv)
-
-    def start(self) -> "PostgresServer":
-        subprocess.run(self._as_user(f"{self.bin}/initdb", "-D", self.data, "--auth=trust", "-U", self.user,
-                                     "--no-sync"), check=True, capture_output=True, cwd=self.folder)
-        options = f"-c listen_addresses='' -k {self.folder} -c fsync=off -c synchronous_commit=off " \
-                  "-c full_page_writes=off -c max_connections=200"
-        subprocess.run(self._as_user(f"{self.bin}/pg_ctl", "-D", self.data, "-o", options, "-l",
-                                     os.path.join(self.folder, "server.log"), "-w", "start"),
-                       check=True, capture_output=True, cwd=self.folder)
-        return self
-
-    def stop(self) -> None:
-        subprocess.run(self._as_user(f"{self.bin}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"),
-                       capture_output=True, cwd=self.folder)
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    def dsn(self, database: str = "postgres") -> str:
-        return f"host={self.folder} dbname={database} user={self.user}"
+        super().__init__(tempfile.mkdtemp(prefix="dirtiness-pg-"))
 
     def connect(self, database: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(self.dsn(database), autocommit=True)

@@ -10,7 +10,7 @@ from dirtiness.model import BASE_RELATIONS
 def test_quickstart_output_matches_the_golden_file():
     expected = json.loads((PROJECT_ROOT / "examples" / "expected.json").read_text())
     readme = (PROJECT_ROOT / "README.md").read_text()
-    block = readme[readme.index("## Quickstart"):].split("```")[1]
+    block = readme[readme.index("### 1. The bundled example"):].split("```")[1]
     counts = expected["counts"]
     dirty = ", ".join(f"{counts[t]} {t}" for t in ("dirty_stmts", "dirty_clusters", "dirty_schemas"))
     assert f"  dirty: {dirty}\n" in block

@@ -211,7 +211,7 @@ def test_table_form_missing_column(spark, tmp_path, capsys):
     (tmp_path / "new" / "objects" / "part.csv").write_text("database,schema,name\nd,s,a\n")
     old = write_yaml(tmp_path / "old.yaml", {"objects": []})
     assert main(["run", "--old", old, "--new", str(tmp_path / "new"), "--out", str(tmp_path / "out")]) == 2
-    assert "new/objects: missing column(s) kind" in capsys.readouterr().err
+    assert "new/objects: missing column kind" in capsys.readouterr().err
 
 
 def test_forced_schema_must_exist_and_external_databases_are_allowed(spark, tmp_path, capsys):
