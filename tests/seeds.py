@@ -1,8 +1,7 @@
 """The seed scenarios and a few more, written by one real run: what ``explain`` and ``report`` read."""
 
 import yaml
-from catalogs import Scenario, batch_documents, changed, obj
-from test_scenarios import seed_scenarios
+from catalogs import Scenario, batch_documents, changed, obj, seed_scenarios
 
 from dirtiness.config import load_config
 from dirtiness.pipeline import run

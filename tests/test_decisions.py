@@ -4,7 +4,7 @@ import yaml
 from chispa import assert_df_equality
 from cli_output import error_lines
 from deltalake import DeltaTable
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.cli import main
 from dirtiness.config import PROJECT_ROOT

@@ -9,7 +9,7 @@ import yaml
 from catalogs import RULES
 from cli_output import error_lines
 from deltalake import DeltaTable
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.cli import main
 from dirtiness.store.delta import DeltaStore

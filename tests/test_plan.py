@@ -10,9 +10,8 @@ applied to a real server in ``test_postgres.py``.)
 import re
 
 import pytest
-from catalogs import Scenario, changed, obj, run_scenarios
+from catalogs import Scenario, changed, obj, run_scenarios, seed_scenarios
 from pyspark.sql import functions as F
-from test_scenarios import seed_scenarios
 
 from dirtiness.datalog.holding import Holding
 from dirtiness.errors import PolicyError

@@ -21,7 +21,7 @@ from dirtiness.settings import RunParams, resolve
 from dirtiness.datalog.naive import evaluate_naive
 from dirtiness.datalog.syntax import ProgramError, is_wildcard, parse_program
 from spark_jobs import jobs_started, stages_of_jobs
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
 BASE = {"E": 2, "P": 2, "N": 1, "M": 1}
 VARIABLES = "XYZ"

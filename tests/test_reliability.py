@@ -15,7 +15,7 @@ import pytest
 import yaml
 from cli_output import error_lines
 from spark_jobs import descriptions_of_jobs, jobs_started
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness import session
 from dirtiness.cli import main

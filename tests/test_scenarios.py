@@ -1,62 +1,9 @@
 """The seed scenarios (issue 2), all in one Spark run per rule program."""
 
 import pytest
-from catalogs import Scenario, changed, obj, run_scenarios
+from catalogs import run_scenarios, seed_scenarios
 
 M = "materialize"
-
-
-def seed_scenarios():
-    s = []
-    # 1. One changed table in a schema of three objects: all three are dirty.
-    t1, t2, v1 = obj("db.app.table1", "table"), obj("db.app.table2", "table"), obj("db.app.view1")
-    s.append(Scenario("schema_atomic", [t1, t2, v1], [changed(t1), t2, v1]))
-
-    # 2. An MV on `staging` with an index on `quickstart`; another object on `quickstart` changes.
-    wb = obj(f"{M}.internal.winning_bids", "materialized-view", cluster="staging",
-             indexes=[("winning_bids_idx", "quickstart")])
-    other = obj(f"{M}.public.other", "materialized-view", cluster="quickstart")
-    s.append(Scenario("index_cluster", [wb, other], [wb, changed(other)]))
-
-    # 3. flippers changes; flip_activities and winning_bids have indexes on quickstart.
-    fa = obj(f"{M}.public.flip_activities", indexes=[("fa_idx", "quickstart")])
-    fl = obj(f"{M}.public.flippers", "materialized-view")
-    wb3 = obj(f"{M}.internal.winning_bids", "materialized-view", indexes=[("wb_idx", "quickstart")])
-    s.append(Scenario("no_cascade", [fa, fl, wb3], [fa, changed(fl), wb3]))
-
-    # 4. winning_bids <- flip_activities <- flippers; winning_bids changes.
-    wb4 = obj(f"{M}.internal.winning_bids", "materialized-view", indexes=[("wb_idx", "quickstart")])
-    fa4 = obj(f"{M}.public.flip_activities", deps=[f"{M}.internal.winning_bids"], indexes=[("fa_idx", "quickstart")])
-    fl4 = obj(f"{M}.public.flippers", "materialized-view", deps=[f"{M}.public.flip_activities"])
-    s.append(Scenario("chain", [wb4, fa4, fl4], [changed(wb4), fa4, fl4]))
-
-    # 5a. A changed sink dirties no cluster and no schema.
-    src = obj("db.core.src", "materialized-view", cluster="compute")
-    sink = obj("db.out.sink", "sink", cluster="sinks", deps=["db.core.src"])
-    keep = obj("db.out.keep", "view")
-    s.append(Scenario("sink", [src, sink, keep], [src, changed(sink), keep]))
-
-    # 5b. A dirty replacement MV does not dirty its dependents but does dirty its schema.
-    api = obj("db.api.stable", "materialized-view", replacement=True)
-    api2 = obj("db.api.sibling", "view")
-    user = obj("db.reports.user", deps=["db.api.stable"])
-    s.append(Scenario("replacement", [api, api2, user], [changed(api), api2, user]))
-
-    # 5c. A forced schema dirties its objects and their dependents but no cluster.
-    f1 = obj("db.forced.a", "materialized-view", cluster="c1", indexes=[("a_idx", "c2")])
-    f2 = obj("db.down.b", deps=["db.forced.a"])
-    f3 = obj("db.alone.c", cluster="c1")
-    s.append(Scenario("forced", [f1, f2, f3], [f1, f2, f3], forced=["db.forced"]))
-
-    # 5d. Added and deleted objects; a deleted sink does not dirty its schema.
-    keep1, keep2 = obj("db.adds.keep"), obj("db.dels.keep")
-    gone, gone_sink, sink_keep = obj("db.dels.gone"), obj("db.sinks.gone", "sink"), obj("db.sinks.keep", "sink")
-    new = obj("db.adds.new", deps=["db.adds.keep"])
-    s.append(Scenario("added_deleted", [keep1, keep2, gone, gone_sink, sink_keep], [keep1, keep2, new, sink_keep]))
-
-    # Nothing changed: nothing is dirty.
-    s.append(Scenario("unchanged", [t1, v1], [t1, v1]))
-    return s
 
 
 @pytest.fixture(scope="module")

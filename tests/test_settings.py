@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from test_snapshot import EXAMPLE_NEW, EXAMPLE_OLD
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
 from dirtiness.config import load_config
 from dirtiness.errors import InputError

@@ -3,16 +3,14 @@
 import os
 
 import pytest
+from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 from chispa import assert_df_equality
 
 from dirtiness.changeset.base_facts import extract_base_facts
 from dirtiness.changeset.diff import changed_stmt
-from dirtiness.config import PROJECT_ROOT
 from dirtiness.inputs.snapshot import load_snapshots, snapshot_from_document
 from dirtiness.store.delta import DeltaStore
 
-EXAMPLE_OLD = str(PROJECT_ROOT / "examples" / "old.yaml")
-EXAMPLE_NEW = str(PROJECT_ROOT / "examples" / "new.yaml")
 
 
 def rows(frame):

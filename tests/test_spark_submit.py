@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from test_snapshot import EXAMPLE_NEW
+from catalogs import EXAMPLE_NEW
 
 from dirtiness.config import PROJECT_ROOT
 

@@ -54,7 +54,6 @@ from .changeset.catalog import (
     object_table,
 )
 from .changeset.interning import object_names
-from .datalog.compile import tuple_columns
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError
