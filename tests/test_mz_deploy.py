@@ -309,7 +309,8 @@ def test_every_form_of_a_cluster_file_is_read_with_its_options(tmp_path):
     (folder / "clusters").mkdir()
     for name, text in CLUSTER_FILES.items():
         (folder / "clusters" / name).write_text(text)
-    clusters = {name: text.replace(CLUSTER_NAME, "<name>") for name, text in to_document(str(folder))["clusters"].items()}
+    clusters = {name: text.replace(CLUSTER_NAME, "<name>")
+                for name, text in to_document(str(folder))["clusters"].items()}
     assert clusters == {
         "app": "CREATE CLUSTER <name> SIZE = 'scale=1,workers=1'; GRANT USAGE ON CLUSTER <name> TO analyst",
         "big": "CREATE CLUSTER <name> (SIZE = 'scale=1,workers=1', INTROSPECTION DEBUGGING)",

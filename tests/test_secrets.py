@@ -72,7 +72,8 @@ def _tables(folder: Path) -> tuple[str, str]:
         columns = ["database", "schema", "name", "kind", "hash", "sql"]
         pl.DataFrame([{c: o.get(c) for c in columns} for o in objects], schema={c: pl.String for c in columns}) \
             .write_parquet(folder / side / "objects" / "part.parquet")
-        deps = [(o["database"], o["schema"], o["name"], *d.split(".")) for o in objects for d in o.get("depends_on", ())]
+        deps = [(o["database"], o["schema"], o["name"], *d.split("."))
+                for o in objects for d in o.get("depends_on", ())]
         pl.DataFrame(deps, schema=["database", "schema", "name", "dep_database", "dep_schema", "dep_name"],
                      orient="row").write_parquet(folder / side / "dependencies" / "part.parquet")
     return str(folder / "old"), str(folder / "new")

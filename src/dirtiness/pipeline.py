@@ -280,8 +280,8 @@ class _Run:
                 [(name,) for name in sorted(settings.inputs["new"].clusters)], "cluster string"), names)}
         held = self.hold({"objects": interned_objects(objects, names), "edges": interned_edges(edges, objects),
                           "indexes": interned_indexes(new.indexes, objects, names),
-                          "forced": interned_forced(forced, names), "old_clusters": interned_clusters(old.indexes, names),
-                          **defined})
+                          "forced": interned_forced(forced, names),
+                          "old_clusters": interned_clusters(old.indexes, names), **defined})
         interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered["names"], held["forced"],
                              held["old_clusters"], held.get("defined_clusters"))
         over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows

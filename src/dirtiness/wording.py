@@ -9,7 +9,12 @@ from typing import Iterable
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 round``, ``5 rounds``, ``2 changes``; ``plural`` where adding an s is wrong (``2 indexes``)."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n} {noun_for(n, noun, plural)}"
+
+
+def noun_for(n: int, noun: str, plural: str | None = None) -> str:
+    """``noun`` for one, its plural for any other number (a list of the things may follow it)."""
+    return noun if n == 1 else plural or noun + "s"
 
 
 def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:

@@ -83,7 +83,8 @@ def refusal(mine: Deployment, history: list[Deployment], now: LiveNow | None = N
             f"schema {first['schema']}"
         last = f" since run {others[-1].run_id} was applied" if others else ""
         return (f"run {mine.run_id} is stale: the database was changed by hand{last} "
-                f"({counted(len(now.drift), 'difference')} from the deploy record, first {what}), and the plan touches schema"
+                f"({counted(len(now.drift), 'difference')} from the deploy record, first {what}), and the plan "
+                f"touches schema"
                 f"{'s' if len(both) > 1 else ''} {', '.join(both)}; nothing applied: plan again from the database "
                 f"(run --old-from-database)")
     return None

@@ -16,6 +16,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ..errors import InputError
+from ..wording import noun_for
 from ..inputs.references import SqlSettings
 from ..model import KINDS
 from ..sql.statement import DIALECTS
@@ -64,13 +65,14 @@ class Dialect:
         templates = {k: v for k, v in settings.items() if k not in CAPABILITIES}
         unknown = sorted(set(templates) - set(PLACEHOLDERS))
         if unknown:
-            raise InputError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+            raise InputError(f"{where}: unknown {noun_for(len(unknown), 'setting')} {', '.join(unknown)}")
         if options.get("parser", "materialize") not in DIALECTS:
             raise InputError(f"{where}.parser: expected one of {', '.join(DIALECTS)}, not {options['parser']!r}")
         kinds = options.get("kinds", "all")
         options["kinds"] = KINDS if kinds == "all" else tuple(kinds or ())
         if set(options["kinds"]) - set(KINDS):
-            raise InputError(f"{where}.kinds: unknown kind(s) {', '.join(sorted(set(options['kinds']) - set(KINDS)))}")
+            raise InputError(f"{where}.kinds: unknown {noun_for(len(set(options['kinds']) - set(KINDS)), 'kind')} "
+                             f"{', '.join(sorted(set(options['kinds']) - set(KINDS)))}")
         schemas = options.get("system_schemas") or ()
         if not isinstance(schemas, (list, tuple)) or not all(isinstance(v, str) and v for v in schemas):
             raise InputError(f"{where}.system_schemas: expected a list of schema names")
@@ -81,11 +83,12 @@ class Dialect:
                   *(("repoint_sink",) if "sink" in dialect.kinds else ())]
         missing = [t for t in needed if not templates.get(t)]
         if missing:
-            raise InputError(f"{where}: missing statement template(s) {', '.join(missing)}")
+            raise InputError(f"{where}: missing statement {noun_for(len(missing), 'template')} {', '.join(missing)}")
         for template, text in templates.items():
             used = set(re.findall(r"{([^{}]*)}", str(text)))
             if used - PLACEHOLDERS[template]:
-                raise InputError(f"{where}: template {template} uses unknown placeholder(s) "
+                raise InputError(f"{where}: template {template} uses unknown "
+                                 f"{noun_for(len(used - PLACEHOLDERS[template]), 'placeholder')} "
                                  f"{', '.join(sorted(used - PLACEHOLDERS[template]))} "
                                  f"(allowed: {', '.join(sorted(PLACEHOLDERS[template]))})")
         return dialect
@@ -98,7 +101,8 @@ class Dialect:
             raise InputError(f"sql.dependency_mismatch: expected error or warn, not {mismatch!r}")
         verbatim = tuple(sql.get("verbatim_kinds") or ())
         if set(verbatim) - set(KINDS):
-            raise InputError(f"sql.verbatim_kinds: unknown kind(s) {', '.join(sorted(set(verbatim) - set(KINDS)))}")
+            raise InputError(f"sql.verbatim_kinds: unknown {noun_for(len(set(verbatim) - set(KINDS)), 'kind')} "
+                             f"{', '.join(sorted(set(verbatim) - set(KINDS)))}")
         return SqlSettings(dialect=self.parser, verbatim_kinds=verbatim, mismatch=mismatch,
                            kinds=None if set(self.kinds) == set(KINDS) else self.kinds,
                            clusters=self.clusters, indexes=self.clusters, system_schemas=self.system_schemas)
@@ -121,3 +125,4 @@ class Dialect:
             if field is not None:
                 parts.append(values[field])
         return F.concat(*parts)
+

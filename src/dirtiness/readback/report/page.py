@@ -15,6 +15,7 @@ from importlib import resources
 import jinja2
 
 from ...model import NO_PLAN
+from ...wording import noun_for
 from ..fact_text import show_name
 from ..run_tables import RunTables
 from .data import ReportData, collect
@@ -76,7 +77,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["n"] = lambda value: "" if value is None else f"{value:,}"
-    env.filters["noun"] = lambda value, noun: noun if value == 1 else noun + "s"  # 1 cluster, 3 clusters
+    env.filters["noun"] = lambda value, noun: noun_for(value, noun)  # 1 cluster, 3 clusters
     env.filters["when"] = _when
     env.filters["object_key"] = lambda row: show_name((row["database"], row["schema"], row["name"]))
     env.filters["subject_key"] = lambda row: show_name(tuple(row[k] for k in ("database", "schema", "name")
