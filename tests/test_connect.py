@@ -8,7 +8,9 @@ import re
 import shutil
 import sys
 
+import polars as pl
 import pytest
+import yaml
 from local_servers import assert_same_rows, free_port, run_remote, serving
 
 from dirtiness.config import PROJECT_ROOT
@@ -42,10 +44,16 @@ def test_the_example_through_spark_connect_gives_the_classic_rows(connect_server
 
 
 @pytest.mark.processes
-def test_pyspark_local_connect_string_runs_the_example(example_run, tmp_path):
-    """``SPARK_REMOTE="local[2]"``: PySpark starts its own Connect server in the command's process."""
-    run_remote("local[2]", tmp_path / "out", "example", EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
-    assert_same_rows(example_run.out, tmp_path / "out")
+def test_pyspark_local_connect_string_runs_a_project(tmp_path):
+    """``SPARK_REMOTE="local[2]"``: PySpark starts its own Connect server in the command's process (a project of
+    two objects: what is tested is the session, the example's rows are the other test's)."""
+    objects = [{"database": "d", "schema": "s", "name": "a", "kind": "view", "hash": "h1"},
+               {"database": "d", "schema": "s", "name": "b", "kind": "view", "hash": "h1", "depends_on": ["d.s.a"]}]
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump({"objects": objects}))
+    (tmp_path / "new.yaml").write_text(yaml.safe_dump({"objects": [{**objects[0], "hash": "h2"}, objects[1]]}))
+    printed = run_remote("local[2]", tmp_path / "out", "local", tmp_path / "old.yaml", tmp_path / "new.yaml")
+    assert "dirty: 2 dirty_stmts, 0 dirty_clusters, 1 dirty_schemas" in printed
+    assert pl.read_delta(str(tmp_path / "out" / "dirty_stmts"))["name"].sort().to_list() == ["a", "b"]
 
 
 def test_the_package_uses_nothing_spark_connect_lacks():
