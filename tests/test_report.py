@@ -84,6 +84,8 @@ def test_the_first_screen_says_what_the_deploy_does(example_run, expected, brows
         "#decision-rows tbody tr", "rows => rows.slice(0, 5).map(r => r.getBoundingClientRect().bottom)")
     assert table["top"] < fold and len(first_rows) == 5 and max(first_rows) < fold, (table, first_rows)
     assert visit.page.eval_on_selector("#overview", "e => e.getBoundingClientRect().bottom") < table["top"]
+    graph = visit.page.eval_on_selector("#dirty-graph", "e => e.getBoundingClientRect().top")
+    assert graph < fold - 100, graph  # and the dirty subgraph begins on it, below the decisions
     overview = visit.page.inner_text("#overview")
     counts = expected["counts"]
     assert f"{counts['dirty_stmts']} dirty objects" in overview.replace("\n", " ")

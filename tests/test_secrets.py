@@ -83,15 +83,21 @@ def _mz_deploy(folder: Path) -> tuple[str, str]:
     return str(write_mz_project(folder / "v1", "v1")), str(write_mz_project(folder / "v2", "v2"))
 
 
+def dbt_manifest(value: str, code: str = "select 1 as k") -> dict:
+    """A model whose code and hook create a secret (and one of its columns is a literal that is no secret)."""
+    hook = f"CREATE SECRET IF NOT EXISTS api_key AS '{PLANTED}{value}-hook'"
+    node = {"unique_id": "model.shop.orders", "resource_type": "model", "name": "orders", "database": "shop",
+            "schema": "app", "alias": "orders",
+            "raw_code": f"{{{{ create_secret() }}}} CREATE SECRET k AS '{PLANTED}{value}-code'; {code}",
+            "config": {"materialized": "view", "pre_hook": [{"sql": hook}]},
+            "unrendered_config": {"pre_hook": hook}, "depends_on": {"nodes": []}}
+    return {"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
+            "nodes": {node["unique_id"]: node}, "sources": {}}
+
+
 def _dbt(folder: Path) -> tuple[str, str]:
     def manifest(value: str) -> dict:
-        hook = f"CREATE SECRET IF NOT EXISTS api_key AS '{PLANTED}{value}-hook'"
-        node = {"unique_id": "model.shop.orders", "resource_type": "model", "name": "orders", "database": "shop",
-                "schema": "app", "alias": "orders", "raw_code": f"select '{PLANTED}{value}-code' as k",
-                "config": {"materialized": "view", "pre_hook": [{"sql": hook}]},
-                "unrendered_config": {"pre_hook": hook}, "depends_on": {"nodes": []}}
-        return {"metadata": {"dbt_schema_version": "https://schemas.getdbt.com/dbt/manifest/v12.json"},
-                "nodes": {node["unique_id"]: node}, "sources": {}}
+        return dbt_manifest(value, code=f"select '{value}' as k")  # the code changes too: a change to deploy
     (folder / "prod.json").write_text(json.dumps(manifest("old")))
     (folder / "manifest.json.gz").write_bytes(gzip.compress(json.dumps(manifest("new")).encode()))
     return str(folder / "prod.json"), str(folder / "manifest.json.gz")
@@ -181,6 +187,18 @@ def test_the_plan_creates_the_secret_without_its_value(planted_run, monkeypatch)
         monkeypatch.delenv(variable)
         with pytest.raises(InputError, match=rf"secret {database}\.{schema}\.{name}: no value: set {variable}"):
             reveal(statement, database, schema, name)
+
+
+def test_a_dbt_models_hash_sees_no_secrets_value(tmp_path):
+    """A secret created in a model's code or hook: a new value is no change to the model; new code is."""
+    from dirtiness.inputs.formats.dbt import to_document
+
+    def hashed(manifest: dict, name: str) -> str:
+        (tmp_path / name).write_text(json.dumps(manifest))
+        return to_document(str(tmp_path / name))["objects"][0]["hash"]
+
+    assert hashed(dbt_manifest("one"), "a.json") == hashed(dbt_manifest("two"), "b.json")
+    assert hashed(dbt_manifest("one"), "a.json") != hashed(dbt_manifest("one", code="select 2 as k"), "c.json")
 
 
 def test_a_catalog_never_gives_a_secrets_value():

@@ -50,6 +50,17 @@ def value_hidden(statement: str) -> bool:
     return HIDDEN_VALUE.match(statement) is not None
 
 
+# A CREATE SECRET's value where it sits in text that is not one statement the parser reads (dbt's Jinja code,
+# its hooks): the value, up to the statement's end, quoted strings taken whole.
+_VALUE_IN_TEXT = re.compile(r"(\bCREATE\s+SECRET\s+(?:IF\s+NOT\s+EXISTS\s+)?[^\s;]+\s+AS\s+)"
+                            r"(?:'(?:[^']|'')*'|[^;'])+", re.IGNORECASE)
+
+
+def values_hidden(text: str) -> str:
+    """``text`` with the value of every CREATE SECRET in it replaced by what a hash sees (``HIDDEN``)."""
+    return _VALUE_IN_TEXT.sub(lambda found: found.group(1) + HIDDEN, text)
+
+
 def is_secret_text(text: str) -> bool:
     """Whether a file's text defines a secret (so a message about it must not quote it)."""
     return CREATE_SECRET.match(text) is not None

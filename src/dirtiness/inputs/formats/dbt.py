@@ -36,6 +36,7 @@ import re
 
 from ...errors import InputError
 from ...fingerprints import of_json
+from ...sql import secrets
 from . import _load_json
 
 RELATION_NODES = ("model", "seed", "snapshot")
@@ -120,7 +121,19 @@ def _hash(node: dict) -> str | None:
         code = node.get("raw_code", node.get("raw_sql"))
         body = {"language": node.get("language") or "sql", "code": code,
                 "config": node.get("unrendered_config") or {}}
-    return of_json(body)
+    return of_json(_without_secret_values(body))
+
+
+def _without_secret_values(value):
+    """The hashed body with every CREATE SECRET's value hidden (in code or a hook): a secret's value is not the
+    model's, and a hash must not depend on it."""
+    if isinstance(value, str):
+        return secrets.values_hidden(value)
+    if isinstance(value, dict):
+        return {k: _without_secret_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_secret_values(v) for v in value]
+    return value
 
 
 def _reads(uid: str, nodes: dict, relations: dict) -> set[str]:
