@@ -15,7 +15,7 @@ import os
 
 from .errors import PolicyError, PublishError, first_line
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
-from .pipeline import Hooks, RunResult, Stages, named_stages
+from .computed import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .wording import counted

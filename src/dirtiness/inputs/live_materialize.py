@@ -26,7 +26,7 @@ transaction's reads in one time domain, which the system schemas span.
 
 from __future__ import annotations
 
-from .live import LiveCatalog, LiveObject, surroundings
+from .live_catalog import LiveCatalog, LiveObject, surroundings
 
 SCHEMAS = """
 SELECT s.name FROM mz_catalog.mz_schemas s JOIN mz_catalog.mz_databases d ON d.id = s.database_id

@@ -7,14 +7,11 @@ validates that document exactly as it validates a hand-written snapshot.
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import zlib
 
 from ...errors import InputError
-
-GZIP = b"\x1f\x8b"  # how every gzip file starts (a manifest.json.gz, as CI systems keep artefacts)
+from .json_file import is_gzip, load_json, open_text
 
 FORMATS = ("auto", "snapshot", "dbt", "mz-deploy", "moose")
 
@@ -24,17 +21,17 @@ def detect(path: str) -> str:
     ``moose`` (an infrastructure map), or ``snapshot`` (this job's own document or table folders)."""
     if os.path.isdir(path):
         return "mz-deploy" if os.path.isdir(os.path.join(path, "models")) else "snapshot"
-    compressed = _is_gzip(path)
+    compressed = is_gzip(path)
     if not compressed and not path.endswith((".json", ".JSON")):
         return "snapshot"  # YAML: only this job's own documents are YAML
     try:
-        with _open(path, compressed) as handle:
+        with open_text(path, compressed) as handle:
             head = handle.read(1 << 16)
     except (OSError, UnicodeDecodeError, EOFError, zlib.error):
         return "dbt" if compressed else "snapshot"  # the reader of that form says what is wrong with it
     if '"dbt_schema_version"' in head:
         return "dbt"
-    document = _load_json(path) if '"tables"' in head or '"views"' in head else None
+    document = load_json(path) if '"tables"' in head or '"views"' in head else None
     if isinstance(document, dict) and "tables" in document and "views" in document and "objects" not in document:
         return "moose"
     return "snapshot"
@@ -60,32 +57,3 @@ def to_document(path: str, format: str = "auto", system_schemas=(), external_dat
     from . import moose
 
     return moose.to_document(path)
-
-
-def _is_gzip(path: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(2) == GZIP
-    except OSError:
-        return False
-
-
-def _open(path: str, compressed: bool):
-    return gzip.open(path, "rt", encoding="utf-8") if compressed else open(path, encoding="utf-8")
-
-
-def _load_json(path: str):
-    """A JSON document, plain or gzipped (told by its first bytes, not its name)."""
-    compressed = _is_gzip(path)
-    try:
-        with _open(path, compressed) as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: line {error.lineno}: malformed JSON: {error.msg}") from None
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise InputError(f"{path}: a damaged gzip file ({error or 'it ends too early'})") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text{' once unzipped' if compressed else ''} (byte {error.start})") \
-            from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None

@@ -37,7 +37,7 @@ import re
 from ...errors import InputError
 from ...fingerprints import of_json
 from ...sql import secrets
-from . import _load_json
+from .json_file import load_json
 
 RELATION_NODES = ("model", "seed", "snapshot")
 KIND_OF = {
@@ -57,7 +57,7 @@ NEWEST_KNOWN = 12  # manifest schema version; a newer one is read the same way, 
 
 
 def to_document(path: str) -> dict:
-    manifest = _load_json(path)
+    manifest = load_json(path)
     version = (manifest.get("metadata") or {}).get("dbt_schema_version", "") if isinstance(manifest, dict) else ""
     if not version or not isinstance(manifest.get("nodes"), dict):
         raise InputError(f"{path}: not a dbt manifest (no metadata.dbt_schema_version or no nodes)")

@@ -27,7 +27,7 @@ import re
 
 from ...errors import InputError
 from ...fingerprints import of_json
-from . import _load_json
+from .json_file import load_json
 
 DATABASE = "clickhouse"
 DEFAULT_SCHEMA = "default"
@@ -36,7 +36,7 @@ MATERIALIZED = re.compile(r"\bCREATE\s+MATERIALIZED\s+VIEW\b", re.IGNORECASE)
 
 
 def to_document(path: str) -> dict:
-    infra = _load_json(path)
+    infra = load_json(path)
     if not isinstance(infra, dict) or not isinstance(infra.get("tables"), dict):
         raise InputError(f"{path}: not a Moose infrastructure map (no 'tables' mapping)")
     entries = {section: infra.get(section) or {} for section in SECTIONS}

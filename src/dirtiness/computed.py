@@ -1,0 +1,100 @@
+"""What ``pipeline.compute`` hands ``publish``: the computed run, the hooks a caller passes into it, and the
+clock that names and times its stages (both stages of a run keep it). Below both, so they import it and not
+each other."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .datalog.engine import Evaluation, RoundLog
+from .datalog.holding import Batch
+from .job_names import job_names
+from .plan.checks import PlanContext, PlanReport
+from .settings import RunSettings
+
+
+@dataclass
+class Hooks:
+    """Calls into a run as it goes: the CLI logs rounds, tests inject failures, the benchmark counts jobs."""
+
+    on_stage: Callable[[str], None] | None = None       # each stage's name as it starts; "write:<table>" too
+    on_round: Callable[[RoundLog], None] | None = None  # each round of a fixed point as it ends
+    on_static: Callable[[int], None] | None = None      # a stratum's static parts held as it starts (its stratum)
+
+
+@dataclass
+class RunResult:
+    """Everything a run computed and checked, not yet written: what ``publish`` writes."""
+
+    settings: RunSettings
+    started_at: dt.datetime
+    facts: dict[str, Batch] = field(default_factory=dict)     # base relation -> its facts-table rows
+    tables: dict[str, Batch] = field(default_factory=dict)    # output table -> dirty rows
+    plan: Batch | None = None                                 # the checked ddl_plan rows
+    decisions: Batch | None = None                            # plan_decisions rows
+    object_decisions: Batch | None = None                     # decisions rows: one per object, schema, cluster
+    desired: Batch | None = None                              # the new project's objects: key, kind, hash
+    report: PlanReport | None = None                          # the plan's checks and figures
+    context: PlanContext | None = None                        # what the checks read beside the plan rows
+    rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
+    plan_rounds: list[RoundLog] = field(default_factory=list)  # the strategy's rules' rounds
+    seconds: dict[str, float] = field(default_factory=dict)    # wall seconds per compute stage
+    evaluation: Evaluation | None = None                       # the dirty rules' fixed point
+    plan_evaluation: Evaluation | None = None                  # the strategy's rules' fixed point
+    plan_inputs: dict[str, Batch] = field(default_factory=dict)  # its base relations, as ids (for the checks)
+    small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
+    objects: int = 0               # objects in both snapshots together
+    cached: list[DataFrame] = field(default_factory=list)  # columnar caches of this run (``Holding.columnar``)
+
+    @property
+    def phases(self) -> dict[str, int]:
+        return self.report.phases if self.report else {}
+
+    def release(self) -> None:
+        """A long-lived session (notebook, job cluster) must not keep a run's data."""
+        import gc
+
+        self.evaluation = self.plan_evaluation = None
+        self.plan_inputs = {}
+        for frame in self.cached:  # unlike a checkpoint, a cache stays in the session until it is dropped
+            frame.unpersist()
+        self.cached = []
+        gc.collect()  # py4j frees a Java object only once its Python proxy is collected
+
+
+@contextlib.contextmanager
+def named_stages(spark: SparkSession, settings: RunSettings,
+                 on_stage: Callable[[str], None] | None) -> Iterator["Stages"]:
+    """A run's stage clock, its Spark jobs named by the run and the stage (``job_names``)."""
+    with job_names(spark) as name_jobs:
+        yield Stages(on_stage, lambda stage: name_jobs(f"dirtiness {settings.run_id}: {stage}"))
+
+
+class Stages:
+    """Wall-clock seconds per named stage: ``with clock("load"): ...``."""
+
+    def __init__(self, on_stage: Callable[[str], None] | None = None,
+                 name_jobs: Callable[[str], None] | None = None) -> None:
+        self.seconds: dict[str, float] = {}
+        self.on_stage, self.name_jobs = on_stage, name_jobs
+
+    def enter(self, name: str) -> None:
+        if self.name_jobs:
+            self.name_jobs(name)
+        if self.on_stage:
+            self.on_stage(name)
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        self.enter(name)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - started, 3)
