@@ -119,12 +119,12 @@ def test_a_reason_may_only_name_what_its_cause_binds():
 
 
 def test_shipped_plan_programs_check_and_stratify():
-    blue_green = load_plan_rules(str(CONF / "rules" / "plan_blue_green.dl"))
+    blue_green = load_plan_rules(str(CONF / "rules" / "plan_blue_green.dl"), "blue-green")
     assert {"Redeployed", "Swapped", "Removed", "Gone", "Staged", "ReplacedInPlace"} <= set(blue_green.derived)
     assert blue_green.strata[0][:4] == ("Redeployed", "Swapped", "Removed", "Gone")  # one recursive closure
     assert len(blue_green.strata) == 3  # then what negates it, then the schemas it empties
     assert all(r.reason for r in blue_green.rules if r.head.relation == "Redeployed")
-    in_place = load_plan_rules(str(CONF / "rules" / "plan_in_place.dl"))
+    in_place = load_plan_rules(str(CONF / "rules" / "plan_in_place.dl"), "in-place")
     assert set(in_place.derived) == {"Dropped", "Created", "CreatedSchema", "CreatedCluster", "StillHolds",
                                      "EmptiedSchema"}
 
@@ -134,7 +134,7 @@ def test_shipped_plan_programs_check_and_stratify():
     (lambda text: text.encode("utf-16"), r"rules\.dl: the rule program is UTF-16 \(it starts with a UTF-16 "
                                          r"byte-order mark\); save it as UTF-8"),
     (lambda text: text.encode().replace(b"Statement", b"St\xe9tement", 1),
-     r"rules\.dl: line 5, byte 228: not UTF-8 \(invalid continuation byte\); save the rule program as UTF-8"),
+     r"rules\.dl: line 10, byte 495: not UTF-8 \(invalid continuation byte\); save the rule program as UTF-8"),
 ])
 def test_a_rule_program_is_utf8_or_one_line_naming_the_byte(tmp_path, capsys, monkeypatch, encode, message):
     from dirtiness import session
@@ -154,3 +154,68 @@ def test_a_rule_program_is_utf8_or_one_line_naming_the_byte(tmp_path, capsys, mo
     assert code == 2 and len(err) == 1, err
     assert re.search(message, err[0]), err[0]
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_every_bundled_program_declares_what_it_reads_and_derives():
+    """Each shipped program's .input and .output are exactly what its rules read and derive (checked as it is
+    loaded; here: that each declares them at all)."""
+    for path in sorted((CONF / "rules").glob("*.dl")):
+        program = parse_program(path.read_text(), str(path))
+        assert program.declared("input") and program.declared("output"), path.name
+
+
+@pytest.mark.parametrize("text, message", [
+    (".input ChangedStmt\n.output DirtyStmt\na: DirtyStmt(O) :- ChangedStmt(O)\n"
+     "b: DirtyStmt(O) :- DependsOn(O, P), DirtyStmt(P)\n",
+     "test.dl:4: the program reads DependsOn, which its .input (line 1) does not declare"),
+    (".input ChangedStmt, IsSink\n.output DirtyStmt\na: DirtyStmt(O) :- ChangedStmt(O)\n",
+     "test.dl:1: .input IsSink: the program never reads it (a base relation)"),
+    (".input ChangedStmt\n.output DirtyStmt\na: DirtyStmt(O) :- ChangedStmt(O)\nb: Extra(O) :- DirtyStmt(O)\n",
+     "test.dl:4: the program derives Extra, which its .output (line 2) does not declare"),
+    (".input ChangedStmt\n.output DirtyStmt, Gone\na: DirtyStmt(O) :- ChangedStmt(O)\n",
+     "test.dl:2: .output Gone: the program never derives it (no relation it knows)"),
+    (".input ChangedStmt,\n       DependsOn\n.input IsSink\na: DirtyStmt(O) :- ChangedStmt(O)\n",
+     "test.dl:3: .input is declared twice (first on line 1)"),
+    (".reads ChangedStmt\na: DirtyStmt(O) :- ChangedStmt(O)\n",
+     "test.dl:1: expected '.input Relation, ...' or '.output Relation, ...', got '.reads ChangedStmt'"),
+])
+def test_a_declaration_is_checked_exactly_naming_its_line(text, message):
+    assert error_of(text) == message
+
+
+def test_the_planned_relations_are_what_the_planner_reads():
+    """``model.PLANNED`` lists every relation each strategy's planner and decisions table read (read off
+    their source, so a new read cannot go unchecked at load time)."""
+    from dirtiness.config import PROJECT_ROOT
+    from dirtiness.model import PLANNED
+    from dirtiness.plan import blue_green, decision_table, in_place
+
+    plan = PROJECT_ROOT / "src" / "dirtiness" / "plan"
+    for strategy, module in (("blue-green", blue_green), ("in-place", in_place)):
+        source = (plan / f"{module.__name__.rsplit('.', 1)[1]}.py").read_text()
+        read = set(re.findall(r'decided\("(\w+)"', source))
+        read |= {r for relations, _ in module.GROUPS.values() for r in relations}
+        read |= {entry[0] for table in (decision_table._OBJECTS, decision_table._SCHEMAS, decision_table._CLUSTERS)
+                 for entry in table[strategy]}
+        assert read == set(PLANNED[strategy]), strategy
+
+
+def test_a_plan_program_without_a_relation_the_planner_reads_is_exit_2(tmp_path, capsys, monkeypatch):
+    """A strategy's program of one's own (plan.rules) that lacks a relation the planner reads: one line naming
+    the file and the relation, before Spark starts, never an internal error."""
+    from dirtiness import session
+    from dirtiness.cli import main
+    from dirtiness.config import PROJECT_ROOT
+
+    monkeypatch.setattr(session, "build_session", lambda *a, **k: pytest.fail("Spark started"))
+    bundled = (CONF / "rules" / "plan_in_place.dl").read_text()
+    mine = tmp_path / "plan.dl"  # in-place without its created schemas (and so without the declaration of them)
+    mine.write_text("\n".join(line for line in bundled.splitlines()
+                              if not line.startswith((".", " ", "create_schema:"))))
+    overlay = tmp_path / "config.yaml"
+    overlay.write_text(f"plan:\n  rules:\n    in-place: {mine}\n")
+    example = PROJECT_ROOT / "examples"
+    assert main(["run", "--old", str(example / "old.yaml"), "--new", str(example / "new.yaml"), "--out",
+                 str(tmp_path / "out"), "--config", str(overlay), "--strategy", "in-place"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dirtiness: {mine}: the in-place planner reads CreatedSchema, which no rule of this program derives")

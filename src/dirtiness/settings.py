@@ -183,7 +183,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         raise InputError(f"delta_backend: expected auto, spark or deltalake, not {backend!r}")
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
-    plan_checked = load_plan_rules(plan_rules) if strategy != NO_PLAN else None
+    plan_checked = load_plan_rules(plan_rules, strategy) if strategy != NO_PLAN else None
     if not params.allow_destructive and all(isinstance(inputs[side], Document) for side in ("old", "new")):
         refuse_deleted_stateful(inputs["old"], inputs["new"], checked, plan_checked, strategy)
     fingerprints = {

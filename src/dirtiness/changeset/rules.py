@@ -6,7 +6,7 @@ from ..config import rule_program
 from ..datalog.check import CheckedProgram, check_program
 from ..datalog.syntax import ProgramError, parse_program
 from ..errors import InputError
-from ..model import base_domains, plan_domains
+from ..model import PLANNED, base_domains, plan_domains
 
 
 def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
@@ -14,16 +14,22 @@ def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
     ``path``: a .dl file, or a bundled program by name."""
     path = rule_program(path)
     checked = check_program(parse_program(_read(path), path), base_domains())
-    missing = [r for r in outputs if r not in checked.derived]
+    missing = [r for r in outputs if r not in checked.outputs]
     if missing:
         raise ProgramError(path, 0, f"the configuration writes {', '.join(missing)}, which no rule derives")
     return checked
 
 
-def load_plan_rules(path: str) -> CheckedProgram:
-    """A strategy's rules: over the dirty sets and the plan's facts (``model.PLAN_RELATIONS``)."""
+def load_plan_rules(path: str, strategy: str) -> CheckedProgram:
+    """A strategy's rules: over the dirty sets and the plan's facts (``model.PLAN_RELATIONS``), deriving every
+    relation the strategy's planner reads (``model.PLANNED``)."""
     path = rule_program(path)
-    return check_program(parse_program(_read(path), path), plan_domains())
+    checked = check_program(parse_program(_read(path), path), plan_domains())
+    missing = [r for r in PLANNED[strategy] if r not in checked.outputs]
+    if missing:
+        raise ProgramError(path, 0, f"the {strategy} planner reads {', '.join(missing)}, which no rule of this "
+                                    f"program derives")
+    return checked
 
 
 def _read(path: str) -> str:

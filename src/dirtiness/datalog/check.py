@@ -54,6 +54,16 @@ class CheckedProgram:
         return recursive or [self.cause_index(rule)]
 
     @property
+    def inputs(self) -> tuple[str, ...]:
+        """The base relations the program reads (its ``.input``)."""
+        return tuple(dict.fromkeys(a.relation for r in self.rules for a in r.body if a.relation in self.base))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The relations it derives (its ``.output``), in order of first definition."""
+        return self.program.derived
+
+    @property
     def max_arity(self) -> int:
         return max(len(d) for d in (*self.base.values(), *self.derived.values()))
 
@@ -80,7 +90,30 @@ def check_program(program: Program, base: dict[str, tuple[str, ...]]) -> Checked
     checked = CheckedProgram(program=program, base=dict(base), derived=domains, strata=strata)
     for rule in program.rules:
         _check_reason(checked, rule)
+    _check_declarations(checked)
     return checked
+
+
+def _check_declarations(checked: CheckedProgram) -> None:
+    """A declared interface is the program's own: ``.input`` every base relation its rules read and no other,
+    ``.output`` every relation its rules derive and no other."""
+    program = checked.program
+    for direction, found, what in (("input", checked.inputs, "reads"), ("output", checked.outputs, "derives")):
+        declared = program.declared(direction)
+        if declared is None:
+            continue
+        for relation in declared.relations:
+            if relation not in found:
+                role = "a relation its rules derive" if relation in checked.derived else (
+                    "a base relation" if relation in checked.base else "no relation it knows")
+                raise ProgramError(program.path, declared.line,
+                                   f".{direction} {relation}: the program never {what.rstrip('s')}s it ({role})")
+        for relation in found:
+            if relation not in declared.relations:
+                line = next(r.line for r in program.rules
+                            if relation in (r.head.relation, *(a.relation for a in r.body)))
+                raise ProgramError(program.path, line, f"the program {what} {relation}, which its .{direction} "
+                                                       f"(line {declared.line}) does not declare")
 
 
 def _check_reason(checked: CheckedProgram, rule: Rule) -> None:

@@ -15,6 +15,15 @@ provenance records), filled with that fact's names::
 Arguments are variables (``O``, ``Db``) or the wildcard ``_``; constants are
 not part of the language (sets of values are base relations, such as the
 kinds the plan stages).
+
+A program may declare its interface: the base relations it reads and the
+relations it derives (every one: what it derives is what a run keeps), one
+directive each, checked exactly when the program is loaded::
+
+    .input ChangedStmt, DependsOn, IsReplacement
+    .output DirtyStmt
+
+A program without them reads and derives what its rules say.
 """
 
 from __future__ import annotations
@@ -77,15 +86,28 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Declaration:
+    """``.input A, B`` (the base relations a program reads) or ``.output C`` (the relations it derives)."""
+
+    direction: str               # input | output
+    relations: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
 class Program:
     path: str
     rules: tuple[Rule, ...]
     text: str = field(repr=False, default="")
+    declarations: tuple[Declaration, ...] = ()
 
     @property
     def derived(self) -> tuple[str, ...]:
         """Relations defined by rules, in order of first definition."""
         return tuple(dict.fromkeys(r.head.relation for r in self.rules))
+
+    def declared(self, direction: str) -> Declaration | None:
+        return next((d for d in self.declarations if d.direction == direction), None)
 
 
 def is_wildcard(arg: str) -> bool:
@@ -99,13 +121,32 @@ _ATOM = re.compile(rf"\s*(NOT\s+|not\s+|!\s*)?({_IDENT})\s*\(([^()]*)\)\s*")
 _VARIABLE = re.compile(rf"^(_|{_IDENT})$")
 
 
+_DECLARATION = re.compile(rf"^\.(\w+)\s+({_IDENT}(?:\s*,\s*{_IDENT})*)\s*\.?$")
+
+
 def parse_program(text: str, path: str = "<rules>") -> Program:
     rules: list[Rule] = []
+    declarations: dict[str, Declaration] = {}
     for line_no, statement in _statements(text):
+        if statement.startswith("."):
+            declaration = _parse_declaration(statement, path, line_no)
+            if declaration.direction in declarations:
+                raise ProgramError(path, line_no, f".{declaration.direction} is declared twice (first on line "
+                                                  f"{declarations[declaration.direction].line})")
+            declarations[declaration.direction] = declaration
+            continue
         rules.append(_parse_rule(statement, path, line_no, len(rules)))
     if not rules:
         raise ProgramError(path, 0, "the program has no rules")
-    return Program(path=path, rules=tuple(rules), text=text)
+    return Program(path=path, rules=tuple(rules), text=text, declarations=tuple(declarations.values()))
+
+
+def _parse_declaration(statement: str, path: str, line: int) -> Declaration:
+    match = _DECLARATION.match(statement)
+    if match is None or match.group(1) not in ("input", "output"):
+        raise ProgramError(path, line, f"expected '.input Relation, ...' or '.output Relation, ...', got "
+                                       f"{statement!r}")
+    return Declaration(match.group(1), tuple(r.strip() for r in match.group(2).split(",")), line)
 
 
 def _statements(text: str):
