@@ -88,3 +88,29 @@ def build(seed: int, groups: int = GROUPS):
         base_domains.update({f"{tag}{b}": ("node",) * n for b, n in BASE.items()})
     checked = check_program(parse_program("\n".join(lines), "random.dl"), base_domains)
     return checked, facts
+
+
+def bundled_together(seed: int) -> tuple:
+    """Every bundled rule program (``conf/rules``) in one program, each namespaced by ``b{i}_`` (its relations
+    renamed, its rules, labels and reasons as they are), with random facts for every base relation it reads:
+    the checked program, the facts, and each base relation's arity."""
+    from dirtiness.config import RULES
+    from dirtiness.datalog.syntax import Atom
+    from dirtiness.model import base_domains, plan_domains
+
+    rng = random.Random(seed)
+    lines, domains = [], {}
+    for i, path in enumerate(sorted(RULES.glob("*.dl"))):
+        given = plan_domains() if path.stem.startswith("plan_") else base_domains()
+        checked = check_program(parse_program(path.read_text(), str(path)), given)
+        tag = f"b{i}_"
+        for rule in checked.rules:
+            reason = f' "{rule.reason}"' if rule.reason is not None else ""
+            body = ", ".join(str(Atom(tag + a.relation, a.args, a.negated)) for a in rule.body)
+            lines.append(f"{rule.label}{reason}: {Atom(tag + rule.head.relation, rule.head.args)} :- {body}")
+        domains.update({tag + r: given[r] for r in checked.inputs})
+    together = check_program(parse_program("\n".join(lines), "bundled.dl"), domains)
+    arity = {r: len(d) for r, d in domains.items()}
+    facts = {r: {tuple(rng.choice(VALUES) for _ in range(n)) for _ in range(rng.randint(0, 8))}
+             for r, n in arity.items()}
+    return together, facts, arity

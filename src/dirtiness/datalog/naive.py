@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .check import CheckedProgram
-from .syntax import Atom, Rule
+from .syntax import Atom, Rule, is_wildcard
 
 
 @dataclass
@@ -30,7 +30,10 @@ def evaluate_naive(checked: CheckedProgram, base: dict[str, set[tuple]]) -> tupl
     known: dict[str, dict[tuple, Derivation]] = {name: {} for name in checked.derived}
     round_no = 0
     for stratum in checked.strata:
-        rules = checked.rules_of(stratum)
+        # NOT R(_, ...) over a relation that holds something: the rule cannot fire, nor make a round due
+        rules = [(i, rule) for i, rule in checked.rules_of(stratum)
+                 if not any(a.negated and all(is_wildcard(v) for v in a.args)
+                            and (base.get(a.relation) or known.get(a.relation)) for a in rule.body)]
         recent: dict[str, set[tuple]] = {}
         first = True
         while True:
