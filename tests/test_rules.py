@@ -200,6 +200,14 @@ def test_the_planned_relations_are_what_the_planner_reads():
         assert read == set(PLANNED[strategy]), strategy
 
 
+def test_every_strategy_is_one_the_command_offers_and_plans_with_its_own_planner_or_not_at_all():
+    from dirtiness.model import NO_PLAN, PLANNED, STRATEGIES
+    from dirtiness.plan.planner import PLANNERS
+
+    assert set(STRATEGIES) == {*PLANNERS, NO_PLAN}
+    assert set(PLANNED) == set(PLANNERS)
+
+
 def test_a_plan_program_without_a_relation_the_planner_reads_is_exit_2(tmp_path, capsys, monkeypatch):
     """A strategy's program of one's own (plan.rules) that lacks a relation the planner reads: one line naming
     the file and the relation, before Spark starts, never an internal error."""

@@ -339,7 +339,7 @@ class _Run:
                  "reads_reversed": reads.select(F.col("c1").alias("c0"), F.col("c0").alias("c1"))}
         groups = {group: (concat([decided.tuples[r] for r in relations], decided.tuples[relations[0]].schema,
                                  self.spark).frame, edges[order])
-                  for group, (relations, order) in planner.GROUPS[self.settings.strategy].items()}
+                  for group, (relations, order) in planner.PLANNERS[self.settings.strategy].groups.items()}
         return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -10,9 +13,20 @@ from . import blue_green, in_place
 from .operations import PLAN_COLUMNS, Planning
 from .statements import RENDER
 
-STRATEGIES = {"blue-green": blue_green.blue_green_plan, "in-place": in_place.in_place_plan}
-GROUPS = {"blue-green": blue_green.GROUPS, "in-place": in_place.GROUPS}  # phase -> plan relations it orders
-RULES = {"blue-green": "rules/plan_blue_green.dl", "in-place": "rules/plan_in_place.dl"}
+
+@dataclass(frozen=True)
+class Planner:
+    """A strategy's planner: its operations from the decided tuples, and the groups of objects its phases
+    order by dependency (phase -> the plan relations it orders, and the edges it orders them by)."""
+
+    operations: Callable[[Planning], tuple[DataFrame, DataFrame]]
+    groups: dict[str, tuple[tuple[str, ...], str]]
+
+
+# Every strategy that plans DDL (``model.STRATEGIES`` names them all, ``model.PLANNED`` says what each planner
+# reads of its rules; strategy none plans nothing).
+PLANNERS = {"blue-green": Planner(blue_green.blue_green_plan, blue_green.GROUPS),
+            "in-place": Planner(in_place.in_place_plan, in_place.GROUPS)}
 TYPE_ORDER = ("schema", "cluster", "object", "index")
 
 
@@ -28,10 +42,10 @@ def build_plan(planning: Planning, strategy: str) -> tuple[DataFrame, DataFrame]
     it (offsets from one small aggregation: one row per group). The same numbers either way; the first
     reads the operations once, not twice.
     """
-    if strategy not in STRATEGIES:
-        raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    if strategy not in PLANNERS:
+        raise InputError(f"--strategy {strategy!r}: expected one of {', '.join(PLANNERS)}")
     type_rank = F.create_map(*(x for i, t in enumerate(TYPE_ORDER) for x in (F.lit(t), F.lit(i))))
-    operations, moved = STRATEGIES[strategy](planning)
+    operations, moved = PLANNERS[strategy].operations(planning)
     plan = (operations.select(*PLAN_COLUMNS.names, "error", *RENDER.names)
             .withColumn("type_rank", F.element_at(type_rank, F.col("object_type"))))
     group = ["phase_order", "step", "type_rank", "database", "schema"]
