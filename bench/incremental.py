@@ -6,13 +6,15 @@ The engine alone (``datalog.incremental``), not yet a whole run: the bundled
 dirty rules (``conf/rules/dirty.dl``) over synthetic base facts held as
 blocks, partitioned as a large catalog's: objects in schemas of a thousand,
 each reading one or two objects before it in its schema (now and then one
-anywhere), some on clusters, some sinks and indexes. Each step changes the inputs (an hour's edits), then evaluates the fixed point both ways in the
+anywhere), some on clusters, some sinks and indexes. Each step changes the
+inputs (an hour's edits), then evaluates the fixed point both ways in the
 same session, one after the other: a full evaluation and an update from the
 last step's fixed point. Between steps the project moves on (``--changes``
 more objects changed, nothing deployed) or, with ``--deploys``, a deploy
-happened (the changed objects are ``--changes`` others). Per step: wall seconds, Spark jobs and rounds of
-each, their ratio, and whether both hold the same tuples with the same
-provenance. The last line on stdout is one JSON object with the figures.
+happened (the changed objects are ``--changes`` others). Per step: wall
+seconds, Spark jobs and rounds of each, their ratio, and whether both hold
+the same tuples with the same provenance. The last line on stdout is one
+JSON object with the figures.
 """
 
 from __future__ import annotations

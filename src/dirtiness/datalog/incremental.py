@@ -101,8 +101,9 @@ class Maintained:
 
     @classmethod
     def of(cls, program: Program) -> "Maintained":
-        return cls(program.checked, Program(affected_program(program.checked), program.holding, f"{program.label}:affected"),
-                   Program(restricted_program(program.checked), program.holding, f"{program.label}:restricted"))
+        checked, holding, label = program.checked, program.holding, program.label
+        return cls(checked, Program(affected_program(checked), holding, f"{label}:affected"),
+                   Program(restricted_program(checked), holding, f"{label}:restricted"))
 
     def update(self, last: Evaluation, old: dict[str, Batch], new: dict[str, Batch],
                on_round: Callable[[RoundLog], None] | None = None,
@@ -117,8 +118,8 @@ class Maintained:
         changed = {CHANGED + r: _changed(old[r], new[r]) for r in checked.base}
         changed.update(holding.hold_all({r: c for r, c in changed.items() if isinstance(c, DataFrame)},
                                         try_local=small))
-        either = {EITHER + r: Batch(old[r].frame.unionByName(new[r].frame), None, over_rows=old[r].small and new[r].small)
-                  for r in checked.base}
+        either = {EITHER + r: Batch(old[r].frame.unionByName(new[r].frame), None,
+                                    over_rows=old[r].small and new[r].small) for r in checked.base}
         before = {BEFORE + r: last.tuples[r] for r in checked.derived}
         affected = self.affected.evaluate({**changed, **either, **before}, on_round=on_affected)
         affected_tuples = {AFFECTED + r: affected.tuples[AFFECTED + r] for r in checked.derived}
@@ -136,7 +137,8 @@ class Maintained:
         schema = T.StructType([*(f for f in last.derived.schema.fields if f.name != "round"),
                                T.StructField("depth", T.IntegerType()), T.StructField(SEED_KEY, T.StringType())])
         if last.derived.local and all(t.local for t in affected.values()):
-            gone = {(r[len(AFFECTED):], *(row + (PAD,) * width)[:width]) for r, t in affected.items() for row in t.rows}
+            gone = {(r[len(AFFECTED):], *(row + (PAD,) * width)[:width])
+                    for r, t in affected.items() for row in t.rows}
             at = last.derived.columns.index("round")
             rows = []
             for row in last.derived.rows:
