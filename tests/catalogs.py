@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from dirtiness.config import CONF, PROJECT_ROOT, load_config
+from dirtiness.computed import Hooks
 from dirtiness.pipeline import compute
 from dirtiness.settings import RunParams, resolve
 
@@ -76,8 +77,10 @@ class Batch:
     """All scenarios evaluated as one catalog by the job's own ``compute``."""
 
     outcomes: dict[str, Outcome]
-    result: object                 # the job's RunResult: facts, evaluation, tables, the checked plan
+    result: object                 # the job's RunResult: facts, tables, the checked plan
     prefixes: dict[str, str]
+    fixpoints: dict = field(default_factory=dict)  # "dirty" / "plan" -> (base relations, Evaluation), by the hooks
+    plan_context: object = None    # what the plan's checks read beside its rows, by the hooks
 
     @property
     def tables(self):
@@ -86,6 +89,10 @@ class Batch:
     @property
     def checked(self):
         return self.result.settings.checked
+
+    @property
+    def checked_plan(self):
+        return self.result.settings.plan_checked
 
 
 def batch_documents(scenarios: list[Scenario]) -> tuple[dict, dict, list[str]]:
@@ -130,7 +137,10 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
                                  out=os.path.join(folder, "out"), forced_schemas=forced, run_id="scenarios",
                                  rules=RULES.get(rules, rules), strategy=strategy, allow_destructive=True), config)
     with scratch:
-        result = compute(settings, spark)
+        seen: dict = {}
+        hooks = Hooks(on_fixpoint=lambda label, base, evaluation: seen.setdefault("fixpoints", {}).update(
+            {label: (base, evaluation)}), on_plan_checks=lambda context: seen.update(plan_context=context))
+        result = compute(settings, spark, hooks)
         rows = {table: [r.asDict() for r in held.frame.collect()] for table, held in result.tables.items()}
     outcomes = {}
     for i, s in enumerate(scenarios):
@@ -151,7 +161,8 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
             clusters=pick("dirty_clusters", lambda r: r["cluster"]),
             schemas=pick("dirty_schemas", lambda r: f"{r['database']}.{r['schema']}"),
         )
-    return Batch(outcomes, result, {s.name: _prefix(i) for i, s in enumerate(scenarios)})
+    return Batch(outcomes, result, {s.name: _prefix(i) for i, s in enumerate(scenarios)}, seen.get("fixpoints", {}),
+                 seen.get("plan_context"))
 
 
 M = "materialize"

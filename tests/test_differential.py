@@ -102,7 +102,7 @@ def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalo
     batch = run_scenarios(spark, scenarios, program, outputs, local_rows=local_rows,  # plan invariants checked too
                           small_catalog=small_catalog, lazy_checkpoints=lazy, strategy=strategy)
     assert batch.result.small_catalog is small_catalog
-    evaluation, tables, checked = batch.result.evaluation, batch.tables, batch.checked
+    (_, evaluation), tables, checked = batch.fixpoints["dirty"], batch.tables, batch.checked
 
     naive, naive_rounds = evaluate_naive(checked, _base_sets(batch.result.facts))
     assert len(evaluation.rounds) == naive_rounds
@@ -124,7 +124,7 @@ def test_engine_matches_naive_evaluator(spark, program, local_rows, small_catalo
             assert row["cause"] in {_show(r, t, checked) for r, t in derivation.causes}, (relation, key, row["cause"])
             compared += 1
     assert compared > 100  # the random catalogs really exercise the rules
-    assert _plan_program_matches(batch.result) > 100
+    assert _plan_program_matches(batch.checked_plan, *batch.fixpoints["plan"]) > 100
     if local_rows == 0:  # blocks: the decisions and the plan rows cached in columns for the run, dropped with it
         cached = list(batch.result.cached)
         assert len(cached) == 2 and all(frame.storageLevel.useDisk for frame in cached)
@@ -143,12 +143,11 @@ def _tuples(frames: dict, arity_of, *more: str) -> list:
     return union.collect()
 
 
-def _plan_program_matches(result) -> int:
+def _plan_program_matches(checked, inputs: dict, evaluation) -> int:
     """The strategy's rules of one run against the naive evaluator over the same base relations (ids)."""
-    checked, evaluation = result.settings.plan_checked, result.plan_evaluation
     arity = lambda relation: len(checked.domains(relation))  # noqa: E731
     base = {name: set() for name in checked.base}
-    for row in _tuples({n: b.frame for n, b in result.plan_inputs.items()}, arity):
+    for row in _tuples({n: b.frame for n, b in inputs.items()}, arity):
         base[row["r"]].add(tuple(row["t"]))
     naive, naive_rounds = evaluate_naive(checked, base)
     assert len(evaluation.rounds) == naive_rounds

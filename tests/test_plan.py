@@ -346,7 +346,7 @@ def test_broken_plans_fail_an_invariant(spark, batches, batch, plans):
         (in_place.where(~(user & (F.col("phase") == "teardown"))),
          "nothing the plan removes is still read by an object that stays", "in-place"),
     ]
-    checked = [plan_checks(frame.withColumn("error", F.lit(None).cast("string")), batches[strategy].result.context)
+    checked = [plan_checks(frame.withColumn("error", F.lit(None).cast("string")), batches[strategy].plan_context)
                for frame, _, strategy in broken]
     with session_settings(spark, batch.result.settings.computed_with(batch.result.objects)):  # as a run checks
         found = [checks.collect() for checks, _ in checked]

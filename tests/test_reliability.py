@@ -287,11 +287,11 @@ def test_a_run_that_fails_drops_the_caches_it_made(spark, tmp_path, monkeypatch)
     cache = spark.range(3).persist(StorageLevel.DISK_ONLY)
     cache.count()
 
-    def fail_after_caching(self, old, new):
-        self.result.cached.append(cache)
+    def fail_after_caching(self, clock, old, new, earlier):
+        self.cached.append(cache)
         raise RuntimeError("failed after caching")
 
-    monkeypatch.setattr(pipeline._Run, "compute", fail_after_caching)
+    monkeypatch.setattr(pipeline._Run, "stages", fail_after_caching)
     settings = resolve(RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out=str(tmp_path / "out"), run_id="cached"),
                        load_config())
     with pytest.raises(RuntimeError, match="failed after caching"):

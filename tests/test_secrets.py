@@ -30,7 +30,6 @@ from dirtiness.inputs.live_materialize import catalog_from_rows
 from dirtiness.inputs.live import snapshot_document
 from dirtiness.sql.secrets import reveal
 
-STRATEGIES = ("blue-green", "in-place")
 SECRET_KINDS = {"documents": "shop.keys.token", "tables": "shop.keys.token", "mz-deploy": "materialize.sources.token"}
 
 
@@ -129,7 +128,13 @@ class Said(logging.Handler):
         self.lines.append(self.format(record))
 
 
-@pytest.fixture(scope="module", params=[(f, s) for f in FORMS for s in STRATEGIES], ids=lambda p: f"{p[0]}-{p[1]}")
+# every form once, each strategy for the forms whose secrets reach the plan as statements (a form is masked as it
+# is read, before any strategy plans it): seven runs
+RUNS = [("documents", "blue-green"), ("documents", "in-place"), ("tables", "in-place"), ("mz-deploy", "blue-green"),
+        ("mz-deploy", "in-place"), ("dbt", "blue-green"), ("moose", "in-place")]
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=lambda p: f"{p[0]}-{p[1]}")
 def planted_run(request, spark, tmp_path_factory):
     """One form's projects run with one strategy, and everything the commands wrote or said about it."""
     form, strategy = request.param

@@ -124,6 +124,8 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
                           "default from the configuration")
     run.add_argument("--allow-destructive", action="store_true",
                      help="allow a plan that drops stateful objects (tables, sources)")
+    run.add_argument("--full", action="store_true",
+                     help="start from nothing earlier runs under --out left: parse every statement again")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON (`changed`: the "
                                                             "skipped run's, when nothing changed)")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -284,7 +286,8 @@ def _run_settings(args):
                                  deploy_id=args.deploy_id, only=args.only, exclude=args.exclude,
                                  old_from_database=args.old_from_database,
                                  run_id=args.run_id, rules=args.rules, strategy=args.strategy,
-                                 allow_destructive=args.allow_destructive), config)
+                                 allow_destructive=args.allow_destructive, full=getattr(args, "full", False)),
+                       config)
     return config, settings, {k: settings.fingerprints[k] for k in FINGERPRINTS}
 
 

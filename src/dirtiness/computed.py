@@ -26,6 +26,16 @@ class Hooks:
     on_stage: Callable[[str], None] | None = None       # each stage's name as it starts; "write:<table>" too
     on_round: Callable[[RoundLog], None] | None = None  # each round of a fixed point as it ends
     on_static: Callable[[int], None] | None = None      # a stratum's static parts held as it starts (its stratum)
+    # a program's fixed point as it is reached: "dirty" or "plan", its base relations (ids), its evaluation
+    on_fixpoint: Callable[[str, dict[str, Batch], Evaluation], None] | None = None
+    on_plan_checks: Callable[[PlanContext], None] | None = None  # what the plan's checks read beside its rows
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What earlier runs under ``--out`` left that a run may start from: one more input of ``compute``."""
+
+    analysis: DataFrame | None = None  # statements succeeded runs analysed (``inputs.analysed_before``)
 
 
 @dataclass
@@ -40,14 +50,12 @@ class RunResult:
     decisions: Batch | None = None                            # plan_decisions rows
     object_decisions: Batch | None = None                     # decisions rows: one per object, schema, cluster
     desired: Batch | None = None                              # the new project's objects: key, kind, hash
+    analysed: Batch | None = None     # the analysis of the statements this run parsed, for later runs
+    statements: dict[str, int] = field(default_factory=dict)  # distinct statements parsed and reused
     report: PlanReport | None = None                          # the plan's checks and figures
-    context: PlanContext | None = None                        # what the checks read beside the plan rows
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
     plan_rounds: list[RoundLog] = field(default_factory=list)  # the strategy's rules' rounds
     seconds: dict[str, float] = field(default_factory=dict)    # wall seconds per compute stage
-    evaluation: Evaluation | None = None                       # the dirty rules' fixed point
-    plan_evaluation: Evaluation | None = None                  # the strategy's rules' fixed point
-    plan_inputs: dict[str, Batch] = field(default_factory=dict)  # its base relations, as ids (for the checks)
     small_catalog: bool = False    # computed with the small-data settings (``spark.small_catalog_conf``)
     objects: int = 0               # objects in both snapshots together
     cached: list[DataFrame] = field(default_factory=list)  # columnar caches of this run (``Holding.columnar``)
@@ -60,8 +68,6 @@ class RunResult:
         """A long-lived session (notebook, job cluster) must not keep a run's data."""
         import gc
 
-        self.evaluation = self.plan_evaluation = None
-        self.plan_inputs = {}
         for frame in self.cached:  # unlike a checkpoint, a cache stays in the session until it is dropped
             frame.unpersist()
         self.cached = []

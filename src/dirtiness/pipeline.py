@@ -29,9 +29,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from dataclasses import replace
-from typing import Callable
-
+from dataclasses import dataclass, field, replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -53,10 +51,21 @@ from .changeset.catalog import (
     object_table,
 )
 from .changeset.interning import object_names
-from .computed import Hooks, RunResult, Stages, named_stages
+from .computed import Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
-from .errors import InputError
+from .errors import InputError, first_line
+from .inputs.analysed_before import (
+    ANALYSED,
+    PARSED,
+    SQL_ANALYSIS,
+    analysed_rows,
+    analysis_of,
+    counts_of,
+    earlier_rows,
+    statement_keys,
+    to_parse,
+)
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, facts_table
@@ -76,49 +85,81 @@ log = logging.getLogger("dirtiness")
 
 
 def compute(settings: RunSettings, spark: SparkSession, hooks: Hooks | None = None,
-            started_at: dt.datetime | None = None) -> RunResult:
-    """Everything up to the checked plan; nothing is written.
+            started_at: dt.datetime | None = None, earlier: Earlier | None = None) -> RunResult:
+    """Everything up to the checked plan; nothing is written. ``earlier``: what earlier runs under ``--out``
+    left that this one may start from (``earlier_of``).
 
     A run that fails or is refused here (bad input, a broken plan, the
     destructive guard) has computed nothing anybody can see.
     """
     hooks = hooks or Hooks()
+    started_at = started_at or dt.datetime.now(dt.timezone.utc)
+    cached: list[DataFrame] = []  # the run's columnar caches, dropped with it (``RunResult.release``)
     with session_settings(spark, settings.compute_conf), named_stages(spark, settings, hooks.on_stage) as clock:
-        result = RunResult(settings=settings, started_at=started_at or dt.datetime.now(dt.timezone.utc),
-                           seconds=clock.seconds)
         with clock("load"):
             loaded = load_snapshots(spark, settings.inputs)
-        result.objects = loaded.objects
-        result.small_catalog = settings.small_catalog(loaded.objects)
-        conf = settings.small_catalog_settings(loaded.objects)
-        if result.small_catalog:  # which settings, by their place in the configuration (not their values)
+        small_catalog = settings.small_catalog(loaded.objects)
+        if small_catalog:  # which settings, by their place in the configuration (not their values)
             log.info("small catalog (%s): computed in one partition (spark.small_catalog_conf%s)",
                      counted(loaded.objects, "object"),
                      " and local_catalog_conf" if settings.held_as_rows(loaded.objects) else "")
-        with session_settings(spark, conf):
+        with session_settings(spark, settings.small_catalog_settings(loaded.objects)):
             try:
-                _Run(settings, spark, hooks, clock, result, loaded.objects).compute(loaded.old, loaded.new)
+                computed = _Run(settings, spark, hooks, loaded.objects, cached).stages(
+                    clock, loaded.old, loaded.new, earlier or Earlier())
             except BaseException:
                 with contextlib.suppress(Exception):  # the run's own error is the one to report
-                    result.release()
+                    RunResult(settings, started_at, cached=cached).release()
                 raise
-    return result
+    return RunResult(settings, started_at, seconds=clock.seconds, small_catalog=small_catalog,
+                     objects=loaded.objects, cached=cached, **computed)
+
+
+@dataclass(frozen=True)
+class _Statements:
+    """Every statement of both snapshots analysed, and what of it later runs may reuse."""
+
+    analysis: DataFrame           # references.ANALYSIS
+    parsed: Batch | None = None   # the rows of the statements this run parsed (analysed_before.ANALYSED)
+    counts: dict = field(default_factory=dict)  # distinct statements parsed and reused
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """Both snapshots resolved against their SQL and checked, held, with their diff."""
+
+    old: Snapshot
+    new: Snapshot
+    changed: DataFrame  # changed_stmt: key, change
+    desired: Batch      # the new project's objects: key, kind, hash
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The base relations of both programs, interned, and what the later stages read beside them."""
+
+    base: dict[str, Batch]    # base relation -> its tuples of ids
+    static: dict[str, Batch]  # the static parts of both programs' rules
+    dictionary: DataFrame     # id -> name
+    objects: DataFrame        # the numbered object table (by name, what the plan reads)
+    tables: dict[str, Batch]  # base relation -> its facts-table rows
 
 
 class _Run:
-    """The stages of one ``compute``, in order; each holds what the next reads.
+    """The stages of one ``compute``, each a function of what the ones before it returned.
 
     Spark analyses a query's whole tree for every step that builds it and
     pays for every join it runs, so each hold reads held frames and the
     relations of both programs travel together, as one frame.
     """
 
-    def __init__(self, settings: RunSettings, spark: SparkSession, hooks: Hooks, clock: "Stages",
-                 result: RunResult, objects: int) -> None:
-        self.settings, self.spark, self.hooks, self.clock, self.result = settings, spark, hooks, clock, result
+    def __init__(self, settings: RunSettings, spark: SparkSession, hooks: Hooks, objects: int,
+                 cached: list[DataFrame]) -> None:
+        self.settings, self.spark, self.hooks, self.cached = settings, spark, hooks, cached
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.holding = replace(settings.holding, partitions=partitions)
         self.small = settings.held_as_rows(objects)  # worth trying rows first
+        self.reuses_analysis = settings.reuses_analysis(objects)
         self.dirty = Program(settings.checked, self.holding, "dirty")
         self.plan = Program(settings.plan_checked, self.holding, "plan") if settings.plan_checked else None
 
@@ -130,51 +171,81 @@ class _Run:
         released with the run."""
         batch, cached = self.holding.columnar(held, by)
         if cached is not None:
-            self.result.cached.append(cached)
+            self.cached.append(cached)
         return batch
 
-    def compute(self, old: Snapshot, new: Snapshot) -> None:
-        with self.clock("sql"):
-            analysis = self.statements(old, new)
-        with self.clock("facts"):
-            old, new, changed = self.resolved(old, new, analysis)
-            base, dictionary, objects = self.facts(old, new, changed)
-        with self.clock("fixpoint"):
-            dirty = self.result.evaluation = self.dirty.evaluate(
-                {n: base[n] for n in self.settings.checked.base}, self.static, self._on_round(self.result.rounds),
-                self.hooks.on_static)
+    def stages(self, clock: "Stages", old: Snapshot, new: Snapshot, earlier: Earlier) -> dict:
+        """The stages in order; returns the ``RunResult`` fields they computed."""
+        with clock("sql"):
+            statements = self.statements(old, new, earlier)
+        with clock("facts"):
+            resolved = self.resolved(old, new, statements.analysis)
+            facts = self.facts(resolved)
+        with clock("fixpoint"):
+            dirty = self.evaluated(self.dirty, {n: facts.base[n] for n in self.settings.checked.base}, facts.static)
+        computed = {"facts": facts.tables, "desired": resolved.desired, "rounds": dirty.rounds,
+                    "analysed": statements.parsed, "statements": statements.counts}
         if self.plan is None:  # strategy none: the dirty sets by name are the answer
-            with self.clock("names"):
-                self.named(old, new, changed, dictionary, dirty)
-            return
-        with self.clock("plan"):
-            self.planned(old, new, changed, objects, base, dictionary, dirty)
+            with clock("names"):
+                return {**computed, "tables": self.named(resolved, facts, dirty)}
+        with clock("plan"):
+            return {**computed, **self.planned(resolved, facts, dirty)}
 
-    def _on_round(self, rounds: list[RoundLog]) -> Callable[[RoundLog], None]:
-        def on_round(entry: RoundLog) -> None:
-            rounds.append(entry)
-            grown = ", ".join(f"+{n} {rel}" for rel, n in entry.new.items())
-            log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
-            if self.hooks.on_round:
-                self.hooks.on_round(entry)
-        return on_round
+    def evaluated(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> Evaluation:
+        """One program's fixed point, its rounds logged as they end."""
+        evaluation = program.evaluate(base, static, self._on_round, self.hooks.on_static)
+        if self.hooks.on_fixpoint:
+            self.hooks.on_fixpoint(program.label, base, evaluation)
+        return evaluation
 
-    def statements(self, old: Snapshot, new: Snapshot) -> DataFrame:
+    def _on_round(self, entry: RoundLog) -> None:
+        grown = ", ".join(f"+{n} {rel}" for rel, n in entry.new.items())
+        log.info("round %d (stratum %d): %s in %.2f s", entry.round, entry.stratum, grown, entry.seconds)
+        if self.hooks.on_round:
+            self.hooks.on_round(entry)
+
+    def statements(self, old: Snapshot, new: Snapshot, earlier: Earlier) -> _Statements:
         """Every statement of both snapshots parsed, in Arrow batches where the rows are: on the driver for
-        documents (no Python worker, no job), by Spark for table-form snapshots (one job)."""
+        documents (no Python worker, no job), by Spark for table-form snapshots (one job). A catalog from
+        ``sql.reuse_from_objects`` objects takes what earlier runs analysed (``inputs.analysed_before``) and
+        parses the rest, by Spark (one job)."""
         inputs, with_sql = self.settings.inputs, statements_to_analyse({"old": old, "new": new})
         if all(isinstance(given, Document) for given in inputs.values()):
             rows = [(side, *o[:4], o[7]) for side, given in inputs.items() for o in given.objects if o[7] is not None]
             if not rows:  # no statement to parse
-                return self.spark.createDataFrame([], ANALYSIS)
+                return _Statements(self.spark.createDataFrame([], ANALYSIS))
             held = local_batch(self.spark, rows, with_sql.schema)
         else:
             held = Batch(with_sql, None)
         sql = self.settings.sql
+        if self.reuses_analysis:
+            try:
+                return self.analysed(held.frame, earlier.analysis)
+            except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+                if earlier.analysis is None:
+                    raise
+                log.info("%s under %s could not be read (%s): every statement is parsed", SQL_ANALYSIS,
+                         self.settings.out, first_line(error))
+                return self.analysed(held.frame, None)
         analysed = self.holding.map_arrow(held, analyser(sql.dialect, sql.system_schemas), ANALYSIS)
-        return analysed.frame if analysed.local else self.holding.hold(analysed.frame, try_local=self.small).frame
+        return _Statements(analysed.frame if analysed.local else
+                           self.holding.hold(analysed.frame, try_local=self.small).frame)
 
-    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> tuple[Snapshot, Snapshot, DataFrame]:
+    def analysed(self, statements: DataFrame, earlier: DataFrame | None) -> _Statements:
+        """The statements no succeeded earlier run analysed parsed, the others' rows taken from ``earlier``:
+        one hold, which counts both."""
+        sql = self.settings.sql
+        keyed = statement_keys(statements, sql)
+        parse = analyser(sql.dialect, sql.system_schemas)
+        parsed = self.holding.map_arrow(Batch(to_parse(keyed, earlier), None), parse, ANALYSIS).frame
+        held = self.holding.hold(Hold(analysed_rows(keyed, parsed, earlier), split="part"), try_local=self.small)
+        counts = counts_of(held.counts or {})
+        log.info("SQL: %s parsed, %d as earlier runs analysed them", counted(counts["parsed"], "statement"),
+                 counts["reused"])
+        mine = Batch(held.frame.where(F.col(PARSED)).select(*ANALYSED.names), None)
+        return _Statements(analysis_of(keyed, held.frame.drop(PARSED, "part")), mine, counts)
+
+    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> _Resolved:
         """Both snapshots resolved against their SQL, the diff, and every input check: one hold."""
         settings = self.settings
         external = list(settings.external_databases)
@@ -195,15 +266,15 @@ class _Run:
         held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
                           **_snapshot_frames("new", new), **checks})
         self._raise(held.get("checks"), problems, warnings)
-        self.result.desired = held["new:objects"].project([*KEY, "kind", "hash"])
-        return _snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path), held["changed"].frame
+        return _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
+                         held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
 
-    def facts(self, old: Snapshot, new: Snapshot, changed: DataFrame) -> tuple[dict[str, Batch], DataFrame, DataFrame]:
+    def facts(self, resolved: _Resolved) -> _Facts:
         """The base relations of both programs as views of the interned object table, edges and indexes
         (``changeset.catalog``): the keys numbered (one hold, with the facts tables of a small catalog),
-        interned (one hold), then the static parts of both programs' rules (one hold). Returns the base
-        relations, the dictionary, and the numbered object table (by name, what the plan reads)."""
+        interned (one hold), then the static parts of both programs' rules (one hold)."""
         settings, spark = self.settings, self.spark
+        old, new, changed = resolved.old, resolved.new, resolved.changed
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
         table = object_table(old, new, changed, settings.dialect)
         edges = edge_table(old, new)
@@ -212,8 +283,6 @@ class _Run:
             "names": numbered_names(name_keys(spark, table, new, old, list(settings.forced), settings.dialect.clusters),
                                     settings.interning_buckets),
             **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
-        self.result.facts = {n: numbered[f"facts:{n}"] if self.small else Batch(f, None)
-                             for n, f in dirty_facts.items()}
         objects, names = numbered["objects"].frame, numbered["names"].frame
         forced = spark.createDataFrame(sorted(set(settings.forced)), "database string, schema string")
         defined = {}
@@ -228,10 +297,11 @@ class _Run:
                              held["old_clusters"], held.get("defined_clusters"))
         over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows
         base = {n: Batch(f, None, over_rows=over_rows) for n, f in interned_.relations(settings.dialect.clusters).items()}
-        self.static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
-                                 **(self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
-                                                               if n in base}) if self.plan else {})})
-        return base, dictionary(objects, names), objects
+        static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
+                            **(self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
+                                                          if n in base}) if self.plan else {})})
+        tables = {n: numbered[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
+        return _Facts(base, static, dictionary(objects, names), objects, tables)
 
     def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
         """The input checks read back: a warning logged, the first problem raised (exit 2)."""
@@ -249,43 +319,40 @@ class _Run:
                                      f"project ({self.settings.new})")
                 raise InputError(_problem_line(line, details, total))
 
-    def named(self, old: Snapshot, new: Snapshot, changed: DataFrame, dictionary_: DataFrame,
-              dirty: Evaluation) -> None:
+    def named(self, resolved: _Resolved, facts: _Facts, dirty: Evaluation) -> dict[str, Batch]:
         """Strategy none: the dirty rules' tuples by name (one job), and no plan."""
         settings = self.settings
-        outputs = named_outputs({"rules": (settings.checked, dirty)}, dictionary_,
-                                object_attributes(old.objects, new.objects, changed))
+        outputs = named_outputs({"rules": (settings.checked, dirty)}, facts.dictionary,
+                                object_attributes(resolved.old.objects, resolved.new.objects, resolved.changed))
         held = self.hold({"outputs": Hold(outputs, split="relation")})
-        self.result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
-                              for relation, table in settings.outputs.items()}
+        return {table: dirty_table(settings.checked, relation, held["outputs"])
+                for relation, table in settings.outputs.items()}
 
-    def planned(self, old: Snapshot, new: Snapshot, changed: DataFrame, objects: DataFrame,
-                base: dict[str, Batch], dictionary_: DataFrame, dirty: Evaluation) -> None:
+    def planned(self, resolved: _Resolved, facts: _Facts, dirty: Evaluation) -> dict:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
         (one job), their statements, each subject's decision (one job), the decisions table (one job), then
-        every check of the plan (one job)."""
-        settings, result = self.settings, self.result
+        every check of the plan (one job). Returns the ``RunResult`` fields of the plan."""
+        settings = self.settings
+        old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.objects
         deployed = objects.where(F.col("deployed")).select(
             *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
         planned_new = objects.where(F.col("in_new")).select(
             *KEY, F.col("new_kind").alias("kind"), F.col("new_cluster").alias("cluster"),
             F.col("new_replacement").alias("replacement"), "sql", "change")
         inputs = {relation: dirty.tuples[settings.dirty_relation(table)] for relation, table in DIRTY_SETS.items()}
-        plan_base = {n: base[n] for n in settings.plan_checked.base if n in base}
-        result.plan_inputs = {**plan_base, **inputs}
-        decided = result.plan_evaluation = self.plan.evaluate(result.plan_inputs, self.static,
-                                                              self._on_round(result.plan_rounds), self.hooks.on_static)
-        steps = self.steps(base, decided, dictionary_)
+        plan_base = {n: facts.base[n] for n in settings.plan_checked.base if n in facts.base}
+        decided = self.evaluated(self.plan, {**plan_base, **inputs}, facts.static)
+        steps = self.steps(facts.base, decided, facts.dictionary)
         attributes = object_attributes(old.objects, new.objects, changed)
         outputs = named_outputs({"rules": (settings.checked, dirty), "plan": (settings.plan_checked, decided)},
-                                dictionary_, attributes, extra=reason_columns(settings.plan_checked))
-        held = self.hold({"outputs": Hold(outputs, split="relation"),
-                          "steps": steps.frame.join(object_names(dictionary_), "id").select("group", *KEY, "step")})
-        result.tables = {table: dirty_table(settings.checked, relation, held["outputs"])
-                         for relation, table in settings.outputs.items()}
-        result.decisions = self.columnar(decision_rows(held["outputs"]), "relation")  # read a relation at a time
+                                facts.dictionary, attributes, extra=reason_columns(settings.plan_checked))
+        held = self.hold({"outputs": Hold(outputs, split="relation"), "steps": steps.frame.join(
+            object_names(facts.dictionary), "id").select("group", *KEY, "step")})
+        tables = {table: dirty_table(settings.checked, relation, held["outputs"])
+                  for relation, table in settings.outputs.items()}
+        decisions = self.columnar(decision_rows(held["outputs"]), "relation")  # read a relation at a time
         planning = Planning(
-            decisions=result.decisions,
+            decisions=decisions,
             keys={r: [c for cols in column_names(d) for c in cols] for r, d in settings.plan_checked.derived.items()},
             steps=held["steps"].frame, deployed=deployed, new=planned_new,
             dependencies=new.dependencies, indexes=new.indexes, dialect=settings.dialect,
@@ -295,34 +362,35 @@ class _Run:
         held = self.hold({"rows": rows, "moved": moved})
         plan = self.columnar(render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds,
                                     self.holding), "phase")  # each check reads a few columns, some one phase
-        dirty_stmts, indexes = result.tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
+        dirty_stmts, indexes = tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
         apply_managed_left = _reads_apply_managed(settings)
-        decided = self.holding.hold(decided_subjects(
-            settings.strategy, result.decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
+        subjects = self.holding.hold(decided_subjects(
+            settings.strategy, decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
-        table = result.object_decisions = self.holding.hold(decision_table(decided.frame, plan.frame, indexes),
-                                                            try_local=self.small)
+        table = self.holding.hold(decision_table(subjects.frame, plan.frame, indexes), try_local=self.small)
         if settings.selection is not None:
-            self._check_selection(table.frame)
-        context = result.context = PlanContext(old=old, new=new, deployed=deployed, changed=changed,
-                              dirty_stmts=dirty_stmts, strategy=settings.strategy,
-                              max_identifier_length=settings.dialect.max_identifier_length,
+            self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in facts.tables.items()},
+                                                **{t: b.frame for t, b in tables.items()}}, decisions.frame)
+        context = PlanContext(old=old, new=new, deployed=deployed, changed=changed, dirty_stmts=dirty_stmts,
+                              strategy=settings.strategy, max_identifier_length=settings.dialect.max_identifier_length,
                               apply_managed_left=apply_managed_left, decisions=table.frame)
+        if self.hooks.on_plan_checks:
+            self.hooks.on_plan_checks(context)
         checks, invariants = plan_checks(plan.frame, context)
-        result.report = plan_report(checks.collect(), invariants)
-        result.report.enforce(settings.allow_destructive)
-        result.plan = plan.part(None, None, [c for c in planner.plan_columns()])
+        report = plan_report(checks.collect(), invariants)
+        report.enforce(settings.allow_destructive)
+        return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
+                "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()])}
 
-    def _check_selection(self, decisions: DataFrame) -> None:
+    def _check_selection(self, decisions: DataFrame, tables: dict[str, DataFrame], plan_decisions: DataFrame) -> None:
         """A selective run moves no object whose change was excluded (``plan.excluded``; exit 2)."""
         from .store.run_log import PLAN_DECISIONS, relation_rows
 
-        settings, result = self.settings, self.result
+        settings = self.settings
         relations = {r["relation"]: r["table"] for r in relation_rows(
             settings.checked, settings.plan_checked, settings.outputs, {}, [], [])}
-        tables = {**{facts_table(n): b.frame for n, b in result.facts.items()},
-                  **{t: b.frame for t, b in result.tables.items()}, PLAN_DECISIONS: result.decisions.frame}
-        excluded_moved(settings.selection, decisions, HeldTables(settings.run_id, tables), relations)
+        excluded_moved(settings.selection, decisions,
+                       HeldTables(settings.run_id, {**tables, PLAN_DECISIONS: plan_decisions}), relations)
 
     def _cluster_definitions(self) -> DataFrame | None:
         """The new project's cluster definitions (mz-deploy's clusters/*.sql), a local relation: no job."""
@@ -386,6 +454,24 @@ def _absent_forced_schemas(spark: SparkSession, new: Snapshot, forced: list[tupl
             .select(F.concat_ws(".", "database", "schema").alias("detail")))
 
 
+def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
+    """What earlier runs under ``--out`` left that this run may start from (nothing under ``--full``): read
+    lazily, so a run that does not use it pays nothing; a table that cannot be read is left out, with a line
+    saying why."""
+    if settings.full or not store.exists(SQL_ANALYSIS) or not store.exists("runs"):
+        return Earlier()
+    try:
+        table, runs = store.read(SQL_ANALYSIS), store.read("runs")
+        missing = sorted({*ANALYSED.names, "run_id"} - set(table.columns))
+        if missing:
+            raise ValueError(f"no column {', '.join(missing)}")
+        return Earlier(analysis=earlier_rows(table, runs))
+    except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+        log.info("%s under %s could not be read (%s): every statement is parsed", SQL_ANALYSIS, settings.out,
+                 first_line(error))
+        return Earlier()
+
+
 def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) -> dict:
     """``compute`` then ``publish``; a failure at any point leaves a ``failed`` (or ``refused``) row."""
     from .publish import publish, record_failure
@@ -394,7 +480,7 @@ def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) 
     store = DeltaStore(spark, settings.out, choose_backend(spark, settings.delta_backend))
     started_at = dt.datetime.now(dt.timezone.utc)
     try:
-        result = compute(settings, spark, hooks, started_at)
+        result = compute(settings, spark, hooks, started_at, earlier_of(store, settings))
     except Exception as error:
         record_failure(store, settings, started_at, error)
         raise

@@ -14,6 +14,7 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
+from .inputs.analysed_before import SQL_ANALYSIS
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
 from .computed import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
@@ -68,6 +69,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
                 write(PLAN_DECISIONS, result.decisions)
                 write(DECISIONS, result.object_decisions)
             write(DESIRED_OBJECTS, result.desired)
+            if result.analysed is not None:  # for later runs: the statements this one parsed
+                write(SQL_ANALYSIS, result.analysed)
             if settings.drift is not None:
                 write(DRIFT, records(DRIFT_ROWS, list(settings.drift)))
             if settings.selection is not None:
@@ -105,6 +108,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "unit_tests": dict(getattr(settings.inputs.get("new"), "unit_tests", None) or {}),  # mz-deploy's, per object
         "verbatim": report.verbatim if report else [],
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
+        "statements": result.statements,  # distinct statements parsed, and reused from earlier runs
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -187,6 +191,9 @@ def format_summary(summary: dict) -> str:
                         f"build (as dbt build --select takes it)",
         f"  base facts: {counted(sum(summary['facts'].values()), 'row')} in "
         f"{counted(len(summary['facts']), 'relation')}",
+        *([f"  SQL: {counted(summary['statements']['parsed'], 'statement')} parsed, "
+           f"{summary['statements']['reused']} as earlier runs analysed them"]
+          if summary.get("statements") else []),
         f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point)"
         + (f", {summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})" if planned else ""),
         f"  stages: {stages}",

@@ -58,6 +58,7 @@ class RunParams:
     old_from_database: str | None = None  # the deployed project read from this database ("": $DIRTINESS_DSN)
     only: list[str] = field(default_factory=list)     # selective deploy: the changes to deploy (inputs.selection)
     exclude: list[str] = field(default_factory=list)  # and the changes to leave as deployed
+    full: bool = False  # start from nothing earlier runs left (every statement parsed)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class RunSettings:
     holding: Holding                      # local_rows, lazy_checkpoints: how a run holds what it computes
     compute_conf: dict[str, str]          # the session's settings while a run computes and writes
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
+    reuse_from_objects: int               # from this many objects, statements earlier runs analysed are reused
     small_catalog_conf: dict[str, str]    # the session's settings on that path, while it computes and writes
     local_catalog_conf: dict[str, str]    # and on top of them, for a catalog held as rows (local_rows)
     deploy_suffix: str                    # the template, filled from the run id by the planner
@@ -93,6 +95,12 @@ class RunSettings:
     # is then the deployed project plus the selected changes
     clusters_outside: bool = False  # the new project (mz-deploy's) defines clusters by file; every other cluster
     # it uses exists outside it (staged and swapped when dirty, never created)
+    full: bool = False  # --full: nothing earlier runs left is read
+
+    def reuses_analysis(self, objects: int) -> bool:
+        """A catalog of this many objects (both snapshots) takes what earlier runs analysed, and keeps what it
+        parses for later runs (``inputs.analysed_before``)."""
+        return objects >= self.reuse_from_objects
 
     def small_catalog(self, objects: int) -> bool:
         """A catalog of this many objects (both snapshots) takes the small-data path."""
@@ -207,11 +215,12 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
                         storage=_one_of(config, "checkpoint_storage", tuple(STORAGE))),
         compute_conf=spark_settings(config["spark"]["compute_conf"]),
         small_catalog_objects=_positive(config["spark"], "small_catalog_objects", True, "spark."),
+        reuse_from_objects=_positive(config["sql"], "reuse_from_objects", True, "sql."),
         small_catalog_conf=spark_settings(config["spark"]["small_catalog_conf"]),
         local_catalog_conf=spark_settings(config["spark"]["local_catalog_conf"]),
         deploy_suffix=_deploy_id(params.deploy_id) if params.deploy_id else config["plan"]["deploy_suffix"],
         delta_backend=backend, fingerprints=fingerprints, inputs=inputs, selection=selection, drift=drift,
-        clusters_outside=tool == "mz_deploy" and isinstance(inputs.get("new"), Document))
+        clusters_outside=tool == "mz_deploy" and isinstance(inputs.get("new"), Document), full=params.full)
 
 
 def _selection(inputs: dict, params: RunParams, dialect: Dialect, config: dict) -> Selection:

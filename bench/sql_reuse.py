@@ -1,0 +1,116 @@
+"""Benchmark: a run that reuses what earlier runs parsed, against one that parses every statement.
+
+    python bench/sql_reuse.py [--objects 20000] [--changes 10] [--pairs 2] [--seed 7]
+
+The synthetic catalog of ``bench/run.py`` (``synthetic.generate``), each view
+and materialized view given a statement that reads its dependencies, as
+table-form snapshots. A first run into the output root parses every statement
+and keeps the analysis (``sql_analysis``); then ``--changes`` statements of the
+new project are edited and the same inputs are run ``--pairs`` times both ways,
+alternately, in one session: reusing the earlier analysis, and with
+``--full``. Per run: wall seconds of the ``sql`` stage and of the whole run,
+statements parsed and reused; both ways must give the same dirty sets and
+plan. The last line on stdout is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+
+import pyarrow as pa
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from synthetic import generate, write_snapshot  # noqa: E402
+
+from dirtiness.config import load_config  # noqa: E402
+from dirtiness.pipeline import run  # noqa: E402
+from dirtiness.session import build_session  # noqa: E402
+from dirtiness.settings import RunParams, resolve  # noqa: E402
+
+
+def with_statements(tables: dict) -> dict:
+    """Each view and materialized view reads its dependencies (what ``depends_on`` says it reads)."""
+    objects, deps = tables["objects"].to_pylist(), tables["dependencies"].to_pylist()
+    reads: dict[tuple, list[tuple]] = {}
+    for d in deps:
+        reads.setdefault((d["database"], d["schema"], d["name"]), []).append(
+            (d["dep_database"], d["dep_schema"], d["dep_name"]))
+    for o in objects:
+        read = reads.get((o["database"], o["schema"], o["name"]))
+        if o["kind"] in ("view", "materialized-view") and read:
+            sources = " CROSS JOIN ".join(f'"{db}"."{schema}"."{name}" AS r{i}'
+                                          for i, (db, schema, name) in enumerate(read))
+            kind = "MATERIALIZED VIEW" if o["kind"] == "materialized-view" else "VIEW"
+            cluster = f' IN CLUSTER "{o["cluster"]}"' if o["cluster"] else ""
+            o["sql"] = f'CREATE {kind} "{o["name"]}"{cluster} AS SELECT r0.* FROM {sources} WHERE 1 = 1'
+    return {**tables, "objects": pa.Table.from_pylist(objects, schema=tables["objects"].schema)}
+
+
+def edited(tables: dict, changes: int, rng: random.Random) -> dict:
+    objects = tables["objects"].to_pylist()
+    for o in rng.sample([o for o in objects if o["sql"]], changes):
+        o["sql"] = o["sql"].replace("WHERE 1 = 1", "WHERE 2 = 2")
+        o["hash"] += "-edited"
+    return {**tables, "objects": pa.Table.from_pylist(objects, schema=tables["objects"].schema)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=20_000)
+    parser.add_argument("--changes", type=int, default=10)
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    old, new = generate(args.objects, args.seed, 0.0002)
+    old, new = with_statements(old), with_statements(new)
+    config = load_config()
+    spark = build_session(config)
+    spark.sparkContext.setLogLevel("ERROR")
+    figures = []
+    with tempfile.TemporaryDirectory(prefix="dirtiness-sql-reuse-") as work:
+        old_path = write_snapshot(old, os.path.join(work, "old"))
+        out = os.path.join(work, "out")
+
+        def one(new_path: str, run_id: str, full: bool) -> dict:
+            settings = resolve(RunParams(old=old_path, new=new_path, out=out, run_id=run_id, allow_destructive=True,
+                                         full=full), config)
+            summary = run(spark, settings)
+            return {"run": run_id, "full": full, "sql_s": summary["seconds"]["sql"],
+                    "total_s": summary["seconds"]["total"], **summary["statements"],
+                    "answer": [summary["counts"], summary["plan"]]}
+
+        first = one(write_snapshot(new, os.path.join(work, "new0")), "first", False)
+        print(json.dumps(first), file=sys.stderr, flush=True)
+        new_path = write_snapshot(edited(new, args.changes, rng), os.path.join(work, "new1"))
+        for pair in range(args.pairs):
+            for full in ((False, True) if pair % 2 == 0 else (True, False)):
+                row = one(new_path, f"{'full' if full else 'reuse'}-{pair}", full)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                figures.append(row)
+    spark.stop()
+    reuse = [r for r in figures if not r["full"]]
+    full = [r for r in figures if r["full"]]
+    assert all(r["answer"] == full[0]["answer"] for r in figures), "reused and parsed runs differ"
+    print(json.dumps({
+        "objects": args.objects, "changes": args.changes, "first_parsed": first["parsed"],
+        "reuse": {"parsed": reuse[0]["parsed"], "reused": reuse[0]["reused"],
+                  "sql_s": statistics.median(r["sql_s"] for r in reuse),
+                  "total_s": statistics.median(r["total_s"] for r in reuse)},
+        "full": {"parsed": full[0]["parsed"], "sql_s": statistics.median(r["sql_s"] for r in full),
+                 "total_s": statistics.median(r["total_s"] for r in full)},
+        "sql_ratio": round(statistics.median(r["sql_s"] for r in reuse)
+                           / statistics.median(r["sql_s"] for r in full), 3),
+        "total_ratio": round(statistics.median(r["total_s"] for r in reuse)
+                             / statistics.median(r["total_s"] for r in full), 3)}))
+
+
+if __name__ == "__main__":
+    main()
