@@ -121,8 +121,8 @@ def test_reused_and_parsed_runs_give_the_same_rows(chain):
 def test_full_reads_nothing_earlier_runs_left(chain, spark):
     store = DeltaStore(spark, str(chain["first"]))
     params = {"old": EXAMPLE_OLD, "new": chain["new"], "out": str(chain["first"])}
-    assert earlier_of(store, resolve(RunParams(**params), load_config())).analysis is not None
-    assert earlier_of(store, resolve(RunParams(**params, full=True), load_config())).analysis is None
+    assert earlier_of(store, resolve(RunParams(**params), load_config())).analysis() is not None
+    assert earlier_of(store, resolve(RunParams(**params, full=True), load_config())).analysis() is None
 
 
 @pytest.mark.parametrize("changed", [{"dialect": "postgres"}, {"system_schemas": ("mz_catalog",)}])

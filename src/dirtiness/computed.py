@@ -33,9 +33,14 @@ class Hooks:
 
 @dataclass(frozen=True)
 class Earlier:
-    """What earlier runs under ``--out`` left that a run may start from: one more input of ``compute``."""
+    """What earlier runs under ``--out`` left that a run may start from: one more input of ``compute``, read
+    only by a run that uses it."""
 
-    analysis: DataFrame | None = None  # statements succeeded runs analysed (``inputs.analysed_before``)
+    read_analysis: Callable[[], DataFrame | None] = lambda: None  # statements succeeded runs analysed
+
+    def analysis(self) -> DataFrame | None:
+        """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""
+        return self.read_analysis()
 
 
 @dataclass

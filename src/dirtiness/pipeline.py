@@ -219,10 +219,11 @@ class _Run:
             held = Batch(with_sql, None)
         sql = self.settings.sql
         if self.reuses_analysis:
+            analysed_before = earlier.analysis()
             try:
-                return self.analysed(held.frame, earlier.analysis)
+                return self.analysed(held.frame, analysed_before)
             except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
-                if earlier.analysis is None:
+                if analysed_before is None:
                     raise
                 log.info("%s under %s could not be read (%s): every statement is parsed", SQL_ANALYSIS,
                          self.settings.out, first_line(error))
@@ -455,21 +456,28 @@ def _absent_forced_schemas(spark: SparkSession, new: Snapshot, forced: list[tupl
 
 
 def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
-    """What earlier runs under ``--out`` left that this run may start from (nothing under ``--full``): read
-    lazily, so a run that does not use it pays nothing; a table that cannot be read is left out, with a line
-    saying why."""
-    if settings.full or not store.exists(SQL_ANALYSIS) or not store.exists("runs"):
+    """What earlier runs under ``--out`` left that this run may start from (nothing under ``--full``), read
+    when the run asks for it."""
+    if settings.full:
         return Earlier()
+    return Earlier(read_analysis=lambda: _analysed_before(store, settings))
+
+
+def _analysed_before(store: "DeltaStore", settings: RunSettings) -> DataFrame | None:
+    """The analysis succeeded runs left (a lazy frame); None where there is none, or with a line saying why
+    when it cannot be read."""
+    if not store.exists(SQL_ANALYSIS) or not store.exists("runs"):
+        return None
     try:
         table, runs = store.read(SQL_ANALYSIS), store.read("runs")
         missing = sorted({*ANALYSED.names, "run_id"} - set(table.columns))
         if missing:
             raise ValueError(f"no column {', '.join(missing)}")
-        return Earlier(analysis=earlier_rows(table, runs))
+        return earlier_rows(table, runs)
     except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
         log.info("%s under %s could not be read (%s): every statement is parsed", SQL_ANALYSIS, settings.out,
                  first_line(error))
-        return Earlier()
+        return None
 
 
 def run(spark: SparkSession, settings: RunSettings, hooks: Hooks | None = None) -> dict:
