@@ -22,7 +22,10 @@ from dirtiness.pipeline import earlier_of
 from dirtiness.settings import RunParams, resolve
 from dirtiness.store.delta import DeltaStore, arrow_schema_of
 
-TABLES = ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan", "plan_decisions", "decisions")
+# what a statement's analysis becomes (its object's dependencies and cluster) and the dirty sets made of it; the
+# runs plan nothing (strategy none), which keeps them short
+TABLES = ("facts/depends_on", "facts/stmt_uses_cluster", "facts/changed_stmt", "dirty_stmts", "dirty_clusters",
+          "dirty_schemas")
 EDITED = "winning_bids"  # the statement the second project changes
 
 
@@ -68,8 +71,7 @@ def chain(spark, tmp_path_factory):
     """Run ``a`` (the example), then the same old project and one statement edited: run ``b`` into the same root,
     beside a planted unfinished run's rows; run ``c`` into a copy of the root whose analysis files are corrupt."""
     folder = tmp_path_factory.mktemp("analysed-before")
-    (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0},
-                                                      "plan": {"deploy_suffix": "stg"}}))
+    (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
     first, copy = folder / "out", folder / "copy"
     said = []
@@ -79,7 +81,8 @@ def chain(spark, tmp_path_factory):
     try:
         def run(run_id: str, out, new_path: str) -> dict:
             code = main(["run", "--old", EXAMPLE_OLD, "--new", new_path, "--out", str(out), "--run-id", run_id,
-                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json")])
+                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json"),
+                         "--strategy", "none"])
             assert code == 0, run_id
             return json.loads((folder / f"{run_id}.json").read_text())
 
@@ -102,6 +105,8 @@ def test_a_later_run_parses_only_what_no_earlier_run_analysed(chain):
     assert summaries["b"]["statements"] == {"parsed": 1, "reused": len(both) - 1}  # the unfinished run's rows unread
     kept = pl.read_delta(str(chain["first"] / SQL_ANALYSIS))
     assert kept.filter(pl.col("run_id") == "b").filter(pl.col("found") == "statement").height == 1
+    runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
+    assert (runs["b"]["statements_parsed"], runs["b"]["statements_reused"]) == (1, len(both) - 1)
 
 
 def test_an_analysis_that_cannot_be_read_is_parsed_again_with_a_line_saying_so(chain):

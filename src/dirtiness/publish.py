@@ -85,7 +85,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         with clock("publish"):
             write("run_stages", records(RUN_STAGES, stage_rows(seconds)))
             row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
-                           plan_rounds=len(result.plan_rounds), counts=counts)
+                           plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements)
             store.replace_run("runs", records(RUNS, [row]), run_id)
     except Exception as error:
         record_failure(store, settings, result.started_at, error)
@@ -141,9 +141,10 @@ def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: 
 
 
 def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
-             rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None) -> dict:
+             rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None,
+             statements: dict | None = None) -> dict:
     """The ``runs`` row of a run, by column."""
-    counts = counts or {}
+    counts, statements = counts or {}, statements or {}
     return {
         "run_id": settings.run_id, "status": status, "started_at": started_at, "finished_at": finished_at,
         "old_snapshot": settings.old, "new_snapshot": settings.new, "rules": settings.checked.path,
@@ -155,6 +156,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         **{k: settings.fingerprints[k] for k in FINGERPRINTS},
         "ddl_operations": counts.get("ddl_plan"), "dialect": settings.dialect.name,
         "plan_rules": settings.plan_checked.path if settings.plan_checked else None, "plan_rounds": plan_rounds,
+        "statements_parsed": statements.get("parsed"), "statements_reused": statements.get("reused"),
     }
 
 

@@ -40,6 +40,7 @@ RUNS = pa.schema([
     ("old_fingerprint", pa.string()), ("new_fingerprint", pa.string()), ("rules_fingerprint", pa.string()),
     ("config_fingerprint", pa.string()), ("ddl_operations", pa.int64()), ("dialect", pa.string()),
     ("plan_rules", pa.string()), ("plan_rounds", pa.int32()),
+    ("statements_parsed", pa.int64()), ("statements_reused", pa.int64()),  # null: below sql.reuse_from_objects
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),
