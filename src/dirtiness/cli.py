@@ -86,6 +86,8 @@ def add_read_arguments(command: argparse.ArgumentParser) -> None:
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     add_input_arguments(run)
+    run.add_argument("--full", action="store_true",
+                     help="start from nothing earlier runs under --out left: parse every statement again")
     run.add_argument("--if-changed", action="store_true",
                      help="skip the run when the latest succeeded run had the same input fingerprints")
     run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")
@@ -124,8 +126,6 @@ def add_input_arguments(run: argparse.ArgumentParser) -> None:
                           "default from the configuration")
     run.add_argument("--allow-destructive", action="store_true",
                      help="allow a plan that drops stateful objects (tables, sources)")
-    run.add_argument("--full", action="store_true",
-                     help="start from nothing earlier runs under --out left: parse every statement again")
     run.add_argument("--summary-json", metavar="FILE", help="also write the run summary as JSON (`changed`: the "
                                                             "skipped run's, when nothing changed)")
     run.add_argument("--debug", action="store_true", help="show tracebacks")
