@@ -6,7 +6,8 @@ has passed its checks. Every Spark job a run pays for is one of these:
 
 =========  ================================================================
 load       table-form snapshots: validated and counted (documents: none)
-sql        every statement of both snapshots parsed (when any has SQL)
+sql        every statement of both snapshots parsed (when any has SQL), or,
+           from ``sql.reuse_from_objects`` objects, those no earlier run analysed
 facts      the base facts of both rule programs, their dictionaries and
            interned relations, the static parts of their rules and the
            input checks, held together
@@ -30,6 +31,7 @@ import contextlib
 import datetime as dt
 import logging
 from dataclasses import dataclass, field, replace
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
