@@ -141,6 +141,8 @@ def planted_run(request, spark, tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"{form}-{strategy}")
     (folder / "inputs").mkdir()
     old, new = FORMS[form](folder / "inputs")
+    # statements analysed through sql_analysis, as a large catalog's are: that table is read for values too
+    (folder / "inputs" / "reuse.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     out = folder / "out"
     said, logger = Said(), logging.getLogger("dirtiness")
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -149,7 +151,7 @@ def planted_run(request, spark, tmp_path_factory):
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             code = main(["run", "--old", old, "--new", new, "--out", str(out), "--run-id", "planted", "--strategy",
                          strategy, "--report", str(folder / "report.html"), "--summary-json", str(folder / "s.json"),
-                         "--allow-destructive"])  # a Moose table whose engine changed is staged again
+                         "--config", str(folder / "inputs" / "reuse.yaml"), "--allow-destructive"])  # a Moose table whose engine changed is staged again
             for argv in (["explain", "--out", str(out), "api_key"], ["explain", "--out", str(out), "--format", "json",
                                                                      "token"],
                          ["apply", "--out", str(out), "--dry-run"], ["select", "--out", str(out)],
@@ -169,6 +171,8 @@ def test_no_output_of_a_run_holds_a_planted_value(planted_run):
     texts = planted_run["texts"]
     assert len([name for name in texts if name.startswith("out/")]) > 20  # the run's tables were all read
     assert "report.html" in texts and "again.html" in texts and texts["stdout"]
+    if planted_run["form"] in SECRET_KINDS:  # a form with statements: their analysis was kept, and read here
+        assert any(name.startswith("out/sql_analysis/") and name.endswith(".parquet") for name in texts)
     leaked = sorted(name for name, text in texts.items() if PLANTED in text)
     assert leaked == [], leaked
 
