@@ -16,8 +16,8 @@ PARAMS = RunParams(old=EXAMPLE_OLD, new=EXAMPLE_NEW, out="unused", run_id="r1")
 def test_defaults_come_from_the_configuration_file():
     config = load_config()
     settings = resolve(PARAMS, config)
-    assert (settings.holding.local_rows, settings.interning_buckets) == (config["local_rows"],
-                                                                         config["interning_buckets"])
+    assert (settings.holding.local_rows, settings.interning_seed) == (config["local_rows"],
+                                                                      config["interning_seed"])
     assert settings.holding.lazy_checkpoints is config["lazy_checkpoints"] is True
     assert settings.holding.storage == config["checkpoint_storage"] == "disk"
     assert (settings.strategy, settings.dialect.name, settings.run_id) == ("blue-green", "materialize", "r1")
@@ -56,7 +56,7 @@ def test_a_bad_input_format_is_named():
     ("local_rows", -1, "local_rows: expected a non-negative integer, not -1"),
     ("lazy_checkpoints", "no", "lazy_checkpoints: expected true or false, not 'no'"),
     ("checkpoint_storage", "memory", "checkpoint_storage: expected one of disk, memory_and_disk, default, not 'memory'"),
-    ("interning_buckets", 0, "interning_buckets: expected a positive integer, not 0"),
+    ("interning_seed", -1, "interning_seed: expected a non-negative integer, not -1"),
     ("delta_backend", "parquet", "delta_backend: expected auto, spark or deltalake, not 'parquet'"),
     ("outputs", {"DirtyStmt": "dirty_stmts"}, "outputs must name the tables dirty_clusters, dirty_schemas"),
 ])

@@ -15,7 +15,7 @@ from typing import NoReturn
 from .apply.runner import ApplyError
 
 from .datalog.syntax import ProgramError
-from .errors import InputError, InputProblems, PolicyError, PublishError
+from .errors import InputError, InputProblems, PolicyError, PublishError, RunError
 from .inputs.formats import FORMATS
 from .config import ReadSettings, load_config, read_settings
 from .model import STRATEGIES
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None, set_master: bool = True) -> int:
     except PolicyError as error:
         _fail(error, debug)
         return EXIT_POLICY
-    except (ApplyError, PublishError) as error:
+    except (ApplyError, PublishError, RunError) as error:
         _fail(error, debug)
         return EXIT_FAILURE
     except BrokenPipeError:  # a reader that stopped early (| head): what it read was complete lines

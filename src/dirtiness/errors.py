@@ -17,6 +17,10 @@ class PolicyError(RuntimeError):
     """The plan is refused by policy (exit 3), e.g. destructive steps without permission."""
 
 
+class RunError(RuntimeError):
+    """The run cannot go on with this configuration (exit 1): the message says what to change."""
+
+
 class PublishError(RuntimeError):
     """A table could not be written (exit 1): the message names it; the run is recorded as failed and what
     the previous runs published stands."""

@@ -42,6 +42,7 @@ from .changeset.catalog import (
     Interned,
     dictionary,
     edge_table,
+    id_clashes,
     interned_clusters,
     interned_edges,
     interned_forced,
@@ -56,7 +57,7 @@ from .changeset.interning import object_names
 from .computed import Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
-from .errors import InputError, first_line
+from .errors import InputError, RunError, first_line
 from .inputs.analysed_before import (
     ANALYSED,
     PARSED,
@@ -281,11 +282,17 @@ class _Run:
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
         table = object_table(old, new, changed, settings.dialect)
         edges = edge_table(old, new)
+        numbered_objects_ = numbered_objects(table, edges, settings.interning_seed)
+        numbered_names_ = numbered_names(name_keys(spark, table, new, old, list(settings.forced),
+                                                   settings.dialect.clusters), settings.interning_seed)
         numbered = self.hold({
-            "objects": numbered_objects(table, edges, settings.interning_buckets),
-            "names": numbered_names(name_keys(spark, table, new, old, list(settings.forced), settings.dialect.clusters),
-                                    settings.interning_buckets),
+            "objects": numbered_objects_, "names": numbered_names_,
+            "clashes": id_clashes(numbered_objects_, numbered_names_),
             **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
+        if numbered["clashes"].count:
+            clash = min(row["detail"] for row in numbered["clashes"].dicts())
+            raise RunError(f"two keys have the same id ({clash}): set interning_seed in the configuration to "
+                           "another integer and run again")
         objects, names = numbered["objects"].frame, numbered["names"].frame
         forced = spark.createDataFrame(sorted(set(settings.forced)), "database string, schema string")
         defined = {}

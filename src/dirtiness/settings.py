@@ -78,7 +78,7 @@ class RunSettings:
     dialect: Dialect
     sql: SqlSettings
     external_databases: tuple[str, ...]
-    interning_buckets: int
+    interning_seed: int
     holding: Holding                      # local_rows, lazy_checkpoints: how a run holds what it computes
     compute_conf: dict[str, str]          # the session's settings while a run computes and writes
     small_catalog_objects: int            # at most this many objects in both snapshots: the small-data path
@@ -209,7 +209,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
         out=params.out, run_id=run_id, checked=checked, plan_checked=plan_checked, outputs=outputs,
         forced=forced, strategy=strategy, allow_destructive=params.allow_destructive, dialect=dialect,
         sql=dialect.sql_settings(config), external_databases=tuple(config["external_databases"] or ()),
-        interning_buckets=_positive(config, "interning_buckets"),
+        interning_seed=_positive(config, "interning_seed", allow_zero=True),
         holding=Holding(local_rows=_positive(config, "local_rows", allow_zero=True),
                         lazy_checkpoints=_flag(config, "lazy_checkpoints"),
                         storage=_one_of(config, "checkpoint_storage", tuple(STORAGE))),

@@ -9,12 +9,14 @@ three interned tables:
 - ``edges``: the dependencies of both snapshots, as ids, flagged new;
 - ``indexes``: the new project's indexes, as ids.
 
-So interning costs one numbering of the keys (a window, which numbers the
-objects themselves: no join) and two joins per edge, however many relations
-the programs read. An id is ``bucket + buckets * rank``: ``bucket`` a hash
-of the key modulo ``buckets``, ``rank`` the key's position among the keys of
-its bucket in sorted order, the dirty rules' keys first (so their ids, and
-their choice between equal causes, do not depend on the plan's keys).
+So interning costs a hash of each key (no join) and two joins per edge,
+however many relations the programs read. An id is the key's 64-bit
+``xxhash64`` (with the configured seed) with its sign bit cleared: a
+function of the key alone, so a name has the same id in every run and in
+both programs, and the choice between equal causes (the lowest ids) does not
+move when unrelated objects come or go. Two keys of one kind with the same
+id would be one object to the rules: ``id_clashes`` finds them, and the run
+refuses (at a million keys about one chance in twenty million).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -37,7 +39,8 @@ SCHEMA = ["database", "schema"]
 DEPLOYABLE = ("view", "materialized-view")           # staged and swapped by blue-green
 RECREATABLE = ("view", "materialized-view", "sink")  # dropped and created again when dirty
 NOT_UPSTREAM = ("connection", "secret")              # what a sink reads but takes no rows from
-NAMES = T.StructType([T.StructField("value", T.StringType()), T.StructField("first", T.BooleanType())])
+NAMES = T.StructType([T.StructField("value", T.StringType())])
+SIGN_CLEARED = 0x7FFFFFFFFFFFFFFF  # ids are never negative (``datalog.compile.PAD``)
 
 
 def object_table(old: Snapshot, new: Snapshot, changed: DataFrame, dialect: Dialect) -> DataFrame:
@@ -84,56 +87,52 @@ def edge_table(old: Snapshot, new: Snapshot) -> DataFrame:
 
 def name_keys(spark: SparkSession, objects: DataFrame, new: Snapshot, old: Snapshot,
               forced: list[tuple[str, str]], clusters: bool) -> DataFrame:
-    """``value, first``: every name the programs read (databases, schemas, clusters, index names, kinds);
-    ``first`` when the dirty rules read it."""
-    member = F.col("member")
-
-    def name(value: str, first, where=None) -> F.Column:
-        found = F.struct(F.col(value).alias("value"), first.alias("first"))
-        return found if where is None else F.when(where, found)
+    """``value``: every name the programs read (databases, schemas, clusters, index names, kinds), once."""
+    def name(value: str, where=None) -> F.Column:
+        return F.col(value) if where is None else F.when(where, F.col(value))
     # the object table's names in one pass over it (one read of its joins, not six)
     of_objects = objects.select(F.explode(F.array(
-        name("database", member), name("schema", member),
-        name("new_cluster", F.lit(True), F.col("in_new") & F.col("new_cluster").isNotNull()),
-        name("deployed_cluster", F.lit(False), F.col("deployed_cluster").isNotNull() & F.lit(clusters)),
-        name("new_kind", F.lit(False), F.col("new_kind").isNotNull()),
-        name("deployed_kind", F.lit(False), F.col("deployed_kind").isNotNull()),
-    )).alias("n")).where(F.col("n").isNotNull()).select("n.value", "n.first")
+        name("database"), name("schema"),
+        name("new_cluster", F.col("in_new") & F.col("new_cluster").isNotNull()),
+        name("deployed_cluster", F.col("deployed_cluster").isNotNull() & F.lit(clusters)),
+        name("new_kind"), name("deployed_kind"),
+    )).alias("value")).where(F.col("value").isNotNull())
+    clustered = new.indexes.where(F.col("cluster").isNotNull())
     names = [
         of_objects,
-        new.indexes.where(F.col("cluster").isNotNull()).select(F.col("index_name").alias("value"),
-                                                               F.lit(True).alias("first")),
-        new.indexes.where(F.col("cluster").isNotNull()).select(F.col("cluster").alias("value"), F.lit(True).alias("first")),
-        old.indexes.where(F.col("cluster").isNotNull() & F.lit(clusters)).select(
-            F.col("cluster").alias("value"), F.lit(False).alias("first")),
-        local_frame(spark, [(v, True) for d, s in sorted(set(forced)) for v in (d, s)]
-                    + [(k, False) for k in (*RECREATABLE, *DEPLOYABLE)], NAMES),
+        clustered.select(F.col("index_name").alias("value")),
+        clustered.select(F.col("cluster").alias("value")),
+        old.indexes.where(F.col("cluster").isNotNull() & F.lit(clusters)).select(F.col("cluster").alias("value")),
+        local_frame(spark, [(v,) for d, s in sorted(set(forced)) for v in (d, s)]
+                    + [(k,) for k in (*RECREATABLE, *DEPLOYABLE)], NAMES),
     ]
-    return reduce(DataFrame.unionByName, names).groupBy("value").agg(F.max("first").alias("first"))
+    return reduce(DataFrame.unionByName, names).distinct()
 
 
-def numbered_objects(objects: DataFrame, edges: DataFrame, buckets: int) -> DataFrame:
-    """``objects`` with an ``id`` each (and a row, of nulls but the key, for each object only an edge names):
-    numbered by the window that makes the dictionary, so no join."""
-    endpoints = (edges.select(*KEY, F.col("new").alias("first"))
-                 .unionByName(edges.select(*(F.col(d).alias(k) for d, k in zip(DEP, KEY)), F.col("new").alias("first")))
-                 .groupBy(*KEY).agg(F.max("first").alias("edge_first")))
-    keyed = objects.join(endpoints, list(KEY), "full_outer")
-    first = F.coalesce("member", F.lit(False)) | F.coalesce("edge_first", F.lit(False))
-    bucket = F.pmod(F.xxhash64(*KEY), F.lit(buckets))
-    rank = F.row_number().over(Window.partitionBy("_bucket").orderBy(F.col("_later"), *KEY)) - 1
-    return (keyed.withColumn("_bucket", bucket).withColumn("_later", F.when(first, 0).otherwise(1))
-            .withColumn("id", (F.col("_bucket") + F.lit(buckets) * rank).cast("long"))
-            .drop("_bucket", "_later", "edge_first"))
+def key_id(columns: list[str], seed: int) -> Column:
+    """A key's id: its ``xxhash64`` with ``seed``, the sign bit cleared (the module's docstring)."""
+    return F.xxhash64(F.lit(seed).cast("long"), *columns).bitwiseAND(F.lit(SIGN_CLEARED))
 
 
-def numbered_names(names: DataFrame, buckets: int) -> DataFrame:
-    """``value, id``: the names numbered as objects are (the dirty rules' first)."""
-    bucket = F.pmod(F.xxhash64("value"), F.lit(buckets))
-    rank = F.row_number().over(Window.partitionBy("_bucket").orderBy(
-        F.when(F.col("first"), 0).otherwise(1), "value")) - 1
-    return names.withColumn("_bucket", bucket).select(
-        "value", (F.col("_bucket") + F.lit(buckets) * rank).cast("long").alias("id"))
+def numbered_objects(objects: DataFrame, edges: DataFrame, seed: int) -> DataFrame:
+    """``objects`` with an ``id`` each (and a row, of nulls but the key, for each object only an edge names)."""
+    endpoints = (edges.select(*KEY).unionByName(edges.select(*(F.col(d).alias(k) for d, k in zip(DEP, KEY))))
+                 .distinct())
+    return objects.join(endpoints, list(KEY), "full_outer").withColumn("id", key_id(list(KEY), seed))
+
+
+def numbered_names(names: DataFrame, seed: int) -> DataFrame:
+    """``value, id``: the names, each with its id."""
+    return names.select("value", key_id(["value"], seed).alias("id"))
+
+
+def id_clashes(objects: DataFrame, names: DataFrame) -> DataFrame:
+    """``detail`` of each id two keys of one kind share (none but once in many millions of runs)."""
+    keys = (objects.select("id", F.concat_ws(".", *KEY).alias("key"), F.lit("objects").alias("kind"))
+            .unionByName(names.select("id", F.col("value").alias("key"), F.lit("names").alias("kind"))))
+    return (keys.groupBy("kind", "id").agg(F.count(F.lit(1)).alias("keys"), F.min("key").alias("a"),
+                                           F.max("key").alias("b"))
+            .where(F.col("keys") > 1).select(F.concat("kind", F.lit(" "), "a", F.lit(" and "), "b").alias("detail")))
 
 
 def dictionary(objects: DataFrame, names: DataFrame) -> DataFrame:
