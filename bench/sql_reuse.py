@@ -1,21 +1,24 @@
-"""Benchmark: a run that reuses what earlier runs parsed, against one that parses every statement.
+"""Benchmark: a run that reuses what earlier runs parsed and rendered, against one that does it all again.
 
     python bench/sql_reuse.py [--objects 20000] [--changes 10] [--pairs 2] [--seed 7]
 
 The synthetic catalog of ``bench/run.py`` (``synthetic.generate``), each view
 and materialized view given a statement that reads its dependencies, as
 table-form snapshots. A first run into the output root parses every statement
-and keeps the analysis (``sql_analysis``); then ``--changes`` statements of the
-new project are edited and the same inputs are run ``--pairs`` times both ways,
-alternately, in one session: reusing the earlier analysis, and with
-``--full``. Per run: wall seconds of the ``sql`` stage and of the whole run,
-statements parsed and reused; both ways must give the same dirty sets and
-plan. The last line on stdout is one JSON object with the figures.
+and renders every plan statement, and keeps both (``sql_analysis``,
+``rendered_statements``); then ``--changes`` statements of the new project are
+edited and the same inputs are run ``--pairs`` times both ways, alternately, in
+one session: reusing what earlier runs kept, and with ``--full``. Per run: wall
+seconds of the ``sql`` and ``plan`` stages and of the whole run, statements
+parsed, rendered and reused; both ways must give the same dirty sets and the
+same plan, row for row (each run's staging suffix made alike). The last line
+on stdout is one JSON object with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -23,6 +26,7 @@ import statistics
 import sys
 import tempfile
 
+import polars as pl
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +35,7 @@ from synthetic import generate, write_snapshot  # noqa: E402
 
 from dirtiness.config import load_config  # noqa: E402
 from dirtiness.pipeline import run  # noqa: E402
+from dirtiness.plan.operations import deploy_suffix  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 from dirtiness.settings import RunParams, resolve  # noqa: E402
 
@@ -83,9 +88,12 @@ def main() -> None:
             settings = resolve(RunParams(old=old_path, new=new_path, out=out, run_id=run_id, allow_destructive=True,
                                          full=full), config)
             summary = run(spark, settings)
+            plan = pl.read_delta(os.path.join(out, "ddl_plan")).filter(pl.col("run_id") == run_id).drop("run_id")
+            rows = sorted(str(r).replace(deploy_suffix(run_id), "_{suffix}") for r in plan.rows())
             return {"run": run_id, "full": full, "sql_s": summary["seconds"]["sql"],
-                    "total_s": summary["seconds"]["total"], **summary["statements"],
-                    "answer": [summary["counts"], summary["plan"]]}
+                    "plan_s": summary["seconds"]["plan"], "total_s": summary["seconds"]["total"],
+                    **summary["statements"], "answer": [summary["counts"], summary["plan"],
+                                                        hashlib.sha256("\n".join(rows).encode()).hexdigest()]}
 
         first = one(write_snapshot(new, os.path.join(work, "new0")), "first", False)
         print(json.dumps(first), file=sys.stderr, flush=True)
@@ -101,13 +109,16 @@ def main() -> None:
     assert all(r["answer"] == full[0]["answer"] for r in figures), "reused and parsed runs differ"
     print(json.dumps({
         "objects": args.objects, "changes": args.changes, "first_parsed": first["parsed"],
-        "reuse": {"parsed": reuse[0]["parsed"], "reused": reuse[0]["reused"],
-                  "sql_s": statistics.median(r["sql_s"] for r in reuse),
-                  "total_s": statistics.median(r["total_s"] for r in reuse)},
-        "full": {"parsed": full[0]["parsed"], "sql_s": statistics.median(r["sql_s"] for r in full),
-                 "total_s": statistics.median(r["total_s"] for r in full)},
+        "first_rendered": first["rendered"],
+        "reuse": {"parsed": reuse[0]["parsed"], "reused": reuse[0]["reused"], "rendered": reuse[0]["rendered"],
+                  "render_reused": reuse[0]["render_reused"],
+                  **{f"{k}_s": statistics.median(r[f"{k}_s"] for r in reuse) for k in ("sql", "plan", "total")}},
+        "full": {"parsed": full[0]["parsed"], "rendered": full[0]["rendered"],
+                 **{f"{k}_s": statistics.median(r[f"{k}_s"] for r in full) for k in ("sql", "plan", "total")}},
         "sql_ratio": round(statistics.median(r["sql_s"] for r in reuse)
                            / statistics.median(r["sql_s"] for r in full), 3),
+        "plan_ratio": round(statistics.median(r["plan_s"] for r in reuse)
+                            / statistics.median(r["plan_s"] for r in full), 3),
         "total_ratio": round(statistics.median(r["total_s"] for r in reuse)
                              / statistics.median(r["total_s"] for r in full), 3)}))
 

@@ -1,5 +1,6 @@
-"""Runs into one ``--out`` parse only the statements no succeeded earlier run analysed, never read a state that
-a run did not finish or that cannot be read, and answer as a run that parsed everything."""
+"""Runs into one ``--out`` parse only the statements no succeeded earlier run analysed, and render only the plan
+statements none rendered, never read a state that a run did not finish or that cannot be read, and answer as a
+run that parsed and rendered everything."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from dirtiness.config import load_config
 from dirtiness.inputs.analysed_before import ANALYSED, SQL_ANALYSIS, analysed_with, statement_keys
 from dirtiness.inputs.references import SqlSettings
 from dirtiness.pipeline import earlier_of
+from dirtiness.plan.operations import deploy_suffix
+from dirtiness.plan.rendered_before import PLACEHOLDER, RENDERED_STATEMENTS
 from dirtiness.settings import RunParams, resolve
 from dirtiness.store.delta import DeltaStore, arrow_schema_of
 
-# what a statement's analysis becomes (its object's dependencies and cluster) and the dirty sets made of it; the
-# runs plan nothing (strategy none), which keeps them short
+# what a statement's analysis becomes (its object's dependencies and cluster), the dirty sets made of it, and the
+# plan, whose statements are rendered from it (each run's staging suffix, from its run id, made alike)
 TABLES = ("facts/depends_on", "facts/stmt_uses_cluster", "facts/changed_stmt", "dirty_stmts", "dirty_clusters",
-          "dirty_schemas")
+          "dirty_schemas", "ddl_plan", "decisions")
 EDITED = "winning_bids"  # the statement the second project changes
 
 
@@ -61,15 +64,25 @@ def _plant_unfinished(spark, out: str, new: str) -> None:
                                        "unfinished")
 
 
+def _plant_unfinished_renders(spark, out: str) -> None:
+    """Every statement run ``a`` rendered, broken, under a run that never finished (and whose id sorts first, so
+    that a run that read them would take them)."""
+    kept = pl.read_delta(f"{out}/{RENDERED_STATEMENTS}").drop("run_id")
+    broken = kept.with_columns(pl.lit("BROKEN").alias("statement")).to_arrow()
+    DeltaStore(spark, out).replace_run(RENDERED_STATEMENTS, broken, "0-unfinished")
+
+
 def _corrupt(out) -> None:
-    for part in (out / SQL_ANALYSIS).glob("**/*.parquet"):
-        part.write_bytes(b"not parquet")
+    for table in (SQL_ANALYSIS, RENDERED_STATEMENTS):
+        for part in (out / table).glob("**/*.parquet"):
+            part.write_bytes(b"not parquet")
 
 
 @pytest.fixture(scope="module")
 def chain(spark, tmp_path_factory):
     """Run ``a`` (the example), then the same old project and one statement edited: run ``b`` into the same root,
-    beside a planted unfinished run's rows; run ``c`` into a copy of the root whose analysis files are corrupt."""
+    beside a planted unfinished run's rows; run ``c`` into a copy of the root whose analysis and rendered
+    statements files are corrupt."""
     folder = tmp_path_factory.mktemp("analysed-before")
     (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
@@ -81,8 +94,7 @@ def chain(spark, tmp_path_factory):
     try:
         def run(run_id: str, out, new_path: str) -> dict:
             code = main(["run", "--old", EXAMPLE_OLD, "--new", new_path, "--out", str(out), "--run-id", run_id,
-                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json"),
-                         "--strategy", "none"])
+                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json")])
             assert code == 0, run_id
             return json.loads((folder / f"{run_id}.json").read_text())
 
@@ -90,6 +102,7 @@ def chain(spark, tmp_path_factory):
         shutil.copytree(first, copy)
         _corrupt(copy)
         _plant_unfinished(spark, str(first), new)
+        _plant_unfinished_renders(spark, str(first))
         summaries["b"] = run("b", first, new)
         summaries["c"] = run("c", copy, new)
     finally:
@@ -97,30 +110,51 @@ def chain(spark, tmp_path_factory):
     return {"folder": folder, "new": new, "first": first, "copy": copy, "summaries": summaries, "said": said}
 
 
+def _renders(out, run_id: str) -> int:
+    """The plan statements run ``run_id`` rendered from its objects' SQL (the rest of its plan is templates)."""
+    plan = pl.read_delta(str(out / "ddl_plan")).filter(pl.col("run_id") == run_id)
+    return plan.filter(pl.col("statement").str.contains(" AS ")).select("statement").unique().height
+
+
 def test_a_later_run_parses_only_what_no_earlier_run_analysed(chain):
     summaries = chain["summaries"]
     first = _statements(EXAMPLE_OLD, EXAMPLE_NEW)
-    assert summaries["a"]["statements"] == {"parsed": len(first), "reused": 0}
+    assert summaries["a"]["statements"] == {"parsed": len(first), "reused": 0,
+                                            "rendered": _renders(chain["first"], "a"), "render_reused": 0}
     both = _statements(EXAMPLE_OLD, chain["new"])
-    assert summaries["b"]["statements"] == {"parsed": 1, "reused": len(both) - 1}  # the unfinished run's rows unread
+    b = summaries["b"]["statements"]
+    assert (b["parsed"], b["reused"]) == (1, len(both) - 1)  # the unfinished run's rows unread
     kept = pl.read_delta(str(chain["first"] / SQL_ANALYSIS))
     assert kept.filter(pl.col("run_id") == "b").filter(pl.col("found") == "statement").height == 1
     runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
     assert (runs["b"]["statements_parsed"], runs["b"]["statements_reused"]) == (1, len(both) - 1)
+    # the edited statement's object is rendered again, and what reads it (its references moved); the others not
+    assert 1 <= b["rendered"] < b["rendered"] + b["render_reused"] == _renders(chain["first"], "b")
+    assert (runs["b"]["statements_rendered"], runs["b"]["renders_reused"]) == (b["rendered"], b["render_reused"])
+    rendered = pl.read_delta(str(chain["first"] / RENDERED_STATEMENTS)).filter(pl.col("run_id").is_in(["a", "b"]))
+    assert rendered.filter(pl.col("run_id") == "b").height == b["rendered"]
+    # what is kept names no run's staging: the placeholder stands for it
+    suffixes = [deploy_suffix(r) for r in ("a", "b")]
+    assert not any(x in t for t in rendered["statement"].to_list() for x in suffixes)
+    assert all(PLACEHOLDER in t for t in rendered["statement"].to_list())  # blue-green stages every one
 
 
 def test_an_analysis_that_cannot_be_read_is_parsed_again_with_a_line_saying_so(chain):
     assert chain["summaries"]["c"]["statements"] == {"parsed": len(_statements(EXAMPLE_OLD, chain["new"])),
-                                                     "reused": 0}
-    assert any("could not be read" in line and SQL_ANALYSIS in line for line in chain["said"]), chain["said"]
+                                                     "reused": 0, "rendered": _renders(chain["copy"], "c"),
+                                                     "render_reused": 0}
+    for table in (SQL_ANALYSIS, RENDERED_STATEMENTS):
+        assert any("could not be read" in line and table in line for line in chain["said"]), (table, chain["said"])
 
 
 def test_reused_and_parsed_runs_give_the_same_rows(chain):
+    def rows(out, table: str, run_id: str) -> list[str]:
+        frame = pl.read_delta(str(out / table)).filter(pl.col("run_id") == run_id).drop("run_id")
+        return sorted(str(row).replace(deploy_suffix(run_id), "_{suffix}") for row in frame.rows())
     for table in TABLES:
-        reused = pl.read_delta(str(chain["first"] / table)).filter(pl.col("run_id") == "b").drop("run_id")
-        parsed = pl.read_delta(str(chain["copy"] / table)).filter(pl.col("run_id") == "c").drop("run_id")
-        assert reused.height > 0, table
-        assert sorted(map(str, reused.rows())) == sorted(map(str, parsed.rows())), table
+        reused, parsed = rows(chain["first"], table, "b"), rows(chain["copy"], table, "c")
+        assert reused, table
+        assert reused == parsed, table
 
 
 def test_full_reads_nothing_earlier_runs_left(chain, spark):
@@ -135,3 +169,53 @@ def test_what_an_analysis_depends_on_is_in_its_key(changed):
     base = SqlSettings(dialect="materialize", system_schemas=("mz_internal",))
     assert analysed_with(SqlSettings(**{**base.__dict__, **changed})) != analysed_with(base)
     assert "sqlglot" in analysed_with(base)
+
+
+def test_a_render_of_the_generic_inputs_is_the_render_of_the_runs_own(spark):
+    """``rendered_before.keyed``: rendering a row's generic inputs and putting the run's suffix back gives what
+    rendering its own inputs gives; a row where that could fail is not generic (rendered as it is)."""
+    from pyspark.sql import types as T
+
+    from dirtiness.plan.rendered_before import GENERIC, RENDER_KEY, keyed
+    from dirtiness.plan.statements import REFERENCES
+    from dirtiness.sql.statement import render_row
+
+    suffix = deploy_suffix("r7")
+    schema = T.StructType([T.StructField(c, T.StringType()) for c in (
+        "sql", "kind", "database", "schema", "name", "render_target", "object_cluster", "staged_cluster")]
+        + [T.StructField("replacing", T.BooleanType()), T.StructField("references", REFERENCES)])
+    reads = "SELECT * FROM db.s.up JOIN db.t.other USING (id)"
+    rows = [  # (label, row, generic)
+        ("staged", ("CREATE VIEW v AS " + reads, "view", "db", "s", "v", "s" + suffix, None, None, False,
+                    [("db", "s", "up", "s" + suffix)]), True),
+        ("in place", ("CREATE VIEW v AS " + reads, "view", "db", "s", "v", "s", None, None, False, None), True),
+        ("replacing", ("CREATE MATERIALIZED VIEW m IN CLUSTER c AS " + reads, "materialized-view", "db", "s",
+                       "m", "s" + suffix, "c", "c" + suffix, True, [("db", "t", "other", "t" + suffix)]), True),
+        ("quoted names", ('CREATE VIEW "we""ird" AS SELECT 1 AS x', "view", "db", 'odd"s', 'we"ird',
+                          'odd"s' + suffix, None, None, False, []), True),
+        ("a schema named like the suffix", ("CREATE VIEW v AS SELECT 1 AS x", "view", "db", "x" + suffix, "v",
+                                            "x" + suffix, None, None, False, None), False),
+        ("the suffix twice", ("CREATE VIEW v AS SELECT 1 AS x", "view", "db", "s", "v", "s" + suffix + suffix,
+                              None, None, False, None), False),
+        ("the placeholder in the statement", (f"CREATE VIEW v AS SELECT '{PLACEHOLDER}' AS x", "view", "db", "s",
+                                              "v", "s" + suffix, None, None, False, None), False),
+    ]
+    frame = spark.createDataFrame([r for _, r, _ in rows], schema)
+    found = [r.asDict(recursive=True) for r in keyed(frame, suffix, "materialize", ()).collect()]  # in order
+    assert len({r[RENDER_KEY] for r in found}) == len(rows)
+
+    def rendered(r: dict) -> tuple:
+        refs = [(x["dep_database"], x["dep_schema"], x["dep_name"], x["dep_target"]) for x in r["references"] or ()]
+        return render_row(r["sql"], r["kind"], (r["database"], r["schema"], r["name"]), r["render_target"], refs,
+                          r["object_cluster"], r["staged_cluster"], bool(r["replacing"]), "materialize")
+    for (label, row, generic), got in zip(rows, found):
+        own = dict(zip(schema.names, row))
+        own["references"] = [dict(zip(("dep_database", "dep_schema", "dep_name", "dep_target"), x))
+                             for x in row[-1] or ()]
+        assert got[GENERIC] is generic, label
+        if generic:
+            ends = [got["render_target"], got["staged_cluster"], *(x["dep_target"] for x in got["references"] or ())]
+            assert not any(suffix in (e or "") for e in ends), label
+            assert any(PLACEHOLDER in (e or "") for e in ends) == (suffix in str(row)), label
+            back = tuple(x.replace(PLACEHOLDER, suffix) if isinstance(x, str) else x for x in rendered(got))
+            assert back == rendered(own) and back[0] is not None, label

@@ -37,10 +37,15 @@ class Earlier:
     only by a run that uses it."""
 
     read_analysis: Callable[[], DataFrame | None] = lambda: None  # statements succeeded runs analysed
+    read_rendered: Callable[[], DataFrame | None] = lambda: None  # plan statements succeeded runs rendered
 
     def analysis(self) -> DataFrame | None:
         """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""
         return self.read_analysis()
+
+    def rendered(self) -> DataFrame | None:
+        """The plan statements succeeded runs rendered (``plan.rendered_before``), or None."""
+        return self.read_rendered()
 
 
 @dataclass
@@ -56,7 +61,8 @@ class RunResult:
     object_decisions: Batch | None = None                     # decisions rows: one per object, schema, cluster
     desired: Batch | None = None                              # the new project's objects: key, kind, hash
     analysed: Batch | None = None     # the analysis of the statements this run parsed, for later runs
-    statements: dict[str, int] = field(default_factory=dict)  # distinct statements parsed and reused
+    rendered: Batch | None = None     # the plan statements this run rendered, for later runs
+    statements: dict[str, int] = field(default_factory=dict)  # statements parsed, rendered, and reused
     report: PlanReport | None = None                          # the plan's checks and figures
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
     plan_rounds: list[RoundLog] = field(default_factory=list)  # the strategy's rules' rounds

@@ -78,7 +78,9 @@ from .plan.decision_table import decided_subjects, decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
-from .plan.statements import render
+from .plan.rendered_before import RENDERED_ROWS, RENDERED_STATEMENTS
+from .plan.rendered_before import earlier_rows as earlier_rendered
+from .plan.statements import render, render_reusing
 from .plan.steps import layered
 from .session import session_settings
 from .settings import RunSettings
@@ -192,7 +194,9 @@ class _Run:
             with clock("names"):
                 return {**computed, "tables": self.named(resolved, facts, dirty)}
         with clock("plan"):
-            return {**computed, **self.planned(resolved, facts, dirty)}
+            planned = self.planned(resolved, facts, dirty, earlier)
+        rendered = planned.pop("render_counts", {})
+        return {**computed, **planned, "statements": {**statements.counts, **rendered}}
 
     def evaluated(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> Evaluation:
         """One program's fixed point, its rounds logged as they end."""
@@ -338,10 +342,12 @@ class _Run:
         return {table: dirty_table(settings.checked, relation, held["outputs"])
                 for relation, table in settings.outputs.items()}
 
-    def planned(self, resolved: _Resolved, facts: _Facts, dirty: Evaluation) -> dict:
+    def planned(self, resolved: _Resolved, facts: _Facts, dirty: Evaluation, earlier: Earlier) -> dict:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
-        (one job), their statements, each subject's decision (one job), the decisions table (one job), then
-        every check of the plan (one job). Returns the ``RunResult`` fields of the plan."""
+        (one job), their statements (one job; none for local rows that need no statement reused), each
+        subject's decision (one job), the decisions table (one job), then every check of the plan (one job).
+        Returns the ``RunResult`` fields of the plan (and the counts of its statements rendered and reused
+        under ``statements``)."""
         settings = self.settings
         old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.objects
         deployed = objects.where(F.col("deployed")).select(
@@ -370,8 +376,8 @@ class _Run:
             cluster_definitions=self._cluster_definitions(), one_partition=self.small)
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
-        plan = self.columnar(render(held["rows"], held["moved"], settings.dialect, settings.sql.verbatim_kinds,
-                                    self.holding), "phase")  # each check reads a few columns, some one phase
+        rendered, rendered_counts = self.rendered(held["rows"], held["moved"], planning.suffix, earlier)
+        plan = self.columnar(rendered, "phase")  # each check reads a few columns, some one phase
         dirty_stmts, indexes = tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
         apply_managed_left = _reads_apply_managed(settings)
         subjects = self.holding.hold(decided_subjects(
@@ -390,7 +396,31 @@ class _Run:
         report = plan_report(checks.collect(), invariants)
         report.enforce(settings.allow_destructive)
         return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
-                "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()])}
+                "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
+                **rendered_counts}
+
+    def rendered(self, rows: Batch, moved: Batch, suffix: str, earlier: Earlier) -> tuple[Batch, dict]:
+        """The plan rows with their statements. From ``sql.reuse_from_objects`` objects, the statements
+        succeeded runs rendered are taken (``plan.rendered_before``; one hold) and what this run rendered is
+        kept for later ones; the ``RunResult`` fields of that."""
+        settings = self.settings
+        sql, dialect = settings.sql, settings.dialect
+        if not self.reuses_analysis:
+            return render(rows, moved, dialect, sql.verbatim_kinds, self.holding), {}
+        rendered_before = earlier.rendered()
+        try:
+            plan, kept, counts = render_reusing(rows, moved, dialect, sql.verbatim_kinds, self.holding,
+                                                rendered_before, suffix, try_local=self.small)
+        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            if rendered_before is None:
+                raise
+            log.info("%s under %s could not be read (%s): every statement is rendered", RENDERED_STATEMENTS,
+                     settings.out, first_line(error))
+            plan, kept, counts = render_reusing(rows, moved, dialect, sql.verbatim_kinds, self.holding, None,
+                                                suffix, try_local=self.small)
+        log.info("plan: %s rendered, %d as earlier runs rendered them", counted(counts["rendered"], "statement"),
+                 counts["render_reused"])
+        return plan, {"rendered": kept, "render_counts": counts}
 
     def _check_selection(self, decisions: DataFrame, tables: dict[str, DataFrame], plan_decisions: DataFrame) -> None:
         """A selective run moves no object whose change was excluded (``plan.excluded``; exit 2)."""
@@ -469,23 +499,26 @@ def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
     when the run asks for it."""
     if settings.full:
         return Earlier()
-    return Earlier(read_analysis=lambda: _analysed_before(store, settings))
+    return Earlier(read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
+                                                      "every statement is parsed"),
+                   read_rendered=lambda: _kept_before(store, settings, RENDERED_STATEMENTS, RENDERED_ROWS.names,
+                                                      earlier_rendered, "every plan statement is rendered"))
 
 
-def _analysed_before(store: "DeltaStore", settings: RunSettings) -> DataFrame | None:
-    """The analysis succeeded runs left (a lazy frame); None where there is none, or with a line saying why
-    when it cannot be read."""
-    if not store.exists(SQL_ANALYSIS) or not store.exists("runs"):
+def _kept_before(store: "DeltaStore", settings: RunSettings, name: str, columns: list[str], rows_of,
+                 otherwise: str) -> DataFrame | None:
+    """What succeeded runs kept in table ``name`` for later ones (a lazy frame, ``rows_of(table, runs)``);
+    None where there is none, or with a line saying why (and ``otherwise``) when it cannot be read."""
+    if not store.exists(name) or not store.exists("runs"):
         return None
     try:
-        table, runs = store.read(SQL_ANALYSIS), store.read("runs")
-        missing = sorted({*ANALYSED.names, "run_id"} - set(table.columns))
+        table, runs = store.read(name), store.read("runs")
+        missing = sorted({*columns, "run_id"} - set(table.columns))
         if missing:
             raise ValueError(f"no column {', '.join(missing)}")
-        return earlier_rows(table, runs)
+        return rows_of(table, runs)
     except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
-        log.info("%s under %s could not be read (%s): every statement is parsed", SQL_ANALYSIS, settings.out,
-                 first_line(error))
+        log.info("%s under %s could not be read (%s): %s", name, settings.out, first_line(error), otherwise)
         return None
 
 

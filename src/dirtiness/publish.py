@@ -15,6 +15,7 @@ import os
 
 from .errors import PolicyError, PublishError, first_line
 from .inputs.analysed_before import SQL_ANALYSIS
+from .plan.rendered_before import RENDERED_STATEMENTS
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
 from .computed import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
@@ -71,6 +72,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             write(DESIRED_OBJECTS, result.desired)
             if result.analysed is not None:  # for later runs: the statements this one parsed
                 write(SQL_ANALYSIS, result.analysed)
+            if result.rendered is not None:  # and the plan statements it rendered
+                write(RENDERED_STATEMENTS, result.rendered)
             if settings.drift is not None:
                 write(DRIFT, records(DRIFT_ROWS, list(settings.drift)))
             if settings.selection is not None:
@@ -108,7 +111,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "unit_tests": dict(getattr(settings.inputs.get("new"), "unit_tests", None) or {}),  # mz-deploy's, per object
         "verbatim": report.verbatim if report else [],
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
-        "statements": result.statements,  # distinct statements parsed, and reused from earlier runs
+        "statements": result.statements,  # statements parsed and rendered, and reused from earlier runs
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -157,7 +160,20 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "ddl_operations": counts.get("ddl_plan"), "dialect": settings.dialect.name,
         "plan_rules": settings.plan_checked.path if settings.plan_checked else None, "plan_rounds": plan_rounds,
         "statements_parsed": statements.get("parsed"), "statements_reused": statements.get("reused"),
+        "statements_rendered": statements.get("rendered"), "renders_reused": statements.get("render_reused"),
     }
+
+
+def _statements_line(statements: dict) -> str:
+    """What a run parsed and rendered, and what it took from earlier runs instead."""
+    parts = []
+    if "parsed" in statements:
+        parts.append(f"{counted(statements['parsed'], 'statement')} parsed, {statements['reused']} as earlier "
+                     f"runs analysed them")
+    if "rendered" in statements:
+        parts.append(f"{counted(statements['rendered'], 'plan statement')} rendered, "
+                     f"{statements['render_reused']} as earlier runs rendered them")
+    return "  SQL: " + "; ".join(parts)
 
 
 def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
@@ -193,9 +209,7 @@ def format_summary(summary: dict) -> str:
                         f"build (as dbt build --select takes it)",
         f"  base facts: {counted(sum(summary['facts'].values()), 'row')} in "
         f"{counted(len(summary['facts']), 'relation')}",
-        *([f"  SQL: {counted(summary['statements']['parsed'], 'statement')} parsed, "
-           f"{summary['statements']['reused']} as earlier runs analysed them"]
-          if summary.get("statements") else []),
+        *([_statements_line(summary["statements"])] if summary.get("statements") else []),
         f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point)"
         + (f", {summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})" if planned else ""),
         f"  stages: {stages}",

@@ -31,13 +31,16 @@ ANALYSED = T.StructType([T.StructField(STATEMENT_KEY, T.StringType()),
 PARSED = "parsed"  # true: parsed by this run; false: taken from an earlier one
 
 
+def installed(package: str) -> str:
+    """A package's version, as keys of work kept for later runs record it."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def analysed_with(sql: SqlSettings) -> str:
     """What a statement's analysis depends on besides the statement: hashed into its key."""
-    def installed(package: str) -> str:
-        try:
-            return version(package)
-        except PackageNotFoundError:
-            return "unknown"
     return "|".join(["dirtiness", installed("dirtiness"), "sqlglot", installed("sqlglot"), sql.dialect,
                      *sorted(sql.system_schemas)])
 

@@ -14,9 +14,21 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..datalog.holding import Batch, Holding, local_batch
+from ..datalog.holding import Batch, Hold, Holding, local_batch
 from ..sql.statement import render_row
 from .dialect import Dialect
+from .rendered_before import (
+    GENERIC,
+    RENDER_KEY,
+    RENDERED_BY,
+    RENDERED_ROWS,
+    counts_of,
+    keyed,
+    kept_rows,
+    not_rendered_before,
+    statements_by_key,
+    with_statements,
+)
 
 KIND_KEYWORDS = {
     "view": "VIEW", "materialized-view": "MATERIALIZED VIEW", "sink": "SINK", "table": "TABLE",
@@ -98,6 +110,31 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
     with_sql = rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left")
     without = rows.frame.where(F.col("sql").isNull()).select(*keep, "statement", "verbatim", "error")
     return holding.hold(with_sql.mapInArrow(function, schema).unionByName(without), try_local=False)
+
+
+def render_reusing(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding: Holding,
+                   earlier: DataFrame | None, suffix: str, try_local: bool) -> tuple[Batch, Batch, dict[str, int]]:
+    """``render``, taking the statements earlier runs rendered (``plan.rendered_before``) and rendering the
+    others: one hold. Returns the plan rows (with ``RENDER_KEY`` and ``RENDERED_BY`` besides), what this run
+    rendered (``RENDERED_ROWS``, for later runs) and the counts of both."""
+    verbatim_kinds = tuple(verbatim_kinds)
+    keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
+    schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
+    grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
+    with_sql = keyed(rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left"), suffix,
+                     dialect.parser, verbatim_kinds)
+    rendered = not_rendered_before(with_sql, earlier).mapInArrow(
+        _renderer(dialect.parser, verbatim_kinds, [RENDER_KEY], RENDERED_ROWS), RENDERED_ROWS)
+    generic = with_statements(with_sql, statements_by_key(with_sql, rendered, earlier), suffix)
+    as_they_are = with_sql.where(~F.col(GENERIC)).mapInArrow(_renderer(dialect.parser, verbatim_kinds, keep, schema),
+                                                             schema)
+    nothing = F.lit(None).cast("string")
+    plan = (generic.select(*keep, *RENDERED.names, RENDER_KEY, RENDERED_BY)
+            .unionByName(as_they_are.select("*", nothing.alias(RENDER_KEY), nothing.alias(RENDERED_BY)))
+            .unionByName(rows.frame.where(F.col("sql").isNull()).select(
+                *keep, "statement", "verbatim", "error", nothing.alias(RENDER_KEY), nothing.alias(RENDERED_BY))))
+    held = holding.hold(Hold(plan, split=RENDERED_BY), try_local=try_local)
+    return held, Batch(kept_rows(held.frame, suffix), None), counts_of(held.counts or {})
 
 
 def _renderer(parser: str, verbatim_kinds: tuple[str, ...], kept: list[str], schema: T.StructType):

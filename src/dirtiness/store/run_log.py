@@ -41,6 +41,7 @@ RUNS = pa.schema([
     ("config_fingerprint", pa.string()), ("ddl_operations", pa.int64()), ("dialect", pa.string()),
     ("plan_rules", pa.string()), ("plan_rounds", pa.int32()),
     ("statements_parsed", pa.int64()), ("statements_reused", pa.int64()),  # null: below sql.reuse_from_objects
+    ("statements_rendered", pa.int64()), ("renders_reused", pa.int64()),  # the plan's; null likewise
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),
