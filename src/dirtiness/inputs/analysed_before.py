@@ -15,13 +15,12 @@ same answer. A statement both snapshots hold alike is parsed once.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..model import KEY
+from ..work_kept import installed, succeeded_rows
 from .references import ANALYSIS, SqlSettings
 
 SQL_ANALYSIS = "sql_analysis"  # the table under --out
@@ -29,14 +28,6 @@ STATEMENT_KEY = "statement_key"
 ANALYSED = T.StructType([T.StructField(STATEMENT_KEY, T.StringType()),
                          *(f for f in ANALYSIS.fields if f.name not in ("side", *KEY))])
 PARSED = "parsed"  # true: parsed by this run; false: taken from an earlier one
-
-
-def installed(package: str) -> str:
-    """A package's version, as keys of work kept for later runs record it."""
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def analysed_with(sql: SqlSettings) -> str:
@@ -54,12 +45,8 @@ def statement_keys(statements: DataFrame, sql: SqlSettings) -> DataFrame:
 
 
 def earlier_rows(table: DataFrame, runs: DataFrame) -> DataFrame:
-    """The rows of ``sql_analysis`` that succeeded runs wrote, each statement's from one run (the least run
-    id): a failed or killed run's rows are never read."""
-    succeeded = runs.where(F.col("status") == "succeeded").select("run_id").distinct()
-    rows = table.join(succeeded, "run_id")
-    first = rows.groupBy(STATEMENT_KEY).agg(F.min("run_id").alias("run_id"))
-    return rows.join(first, [STATEMENT_KEY, "run_id"]).select(*ANALYSED.names)
+    """The rows of ``sql_analysis`` that succeeded runs wrote (``work_kept.succeeded_rows``)."""
+    return succeeded_rows(table, runs, STATEMENT_KEY, ANALYSED.names)
 
 
 def to_parse(keyed: DataFrame, earlier: DataFrame | None) -> DataFrame:

@@ -23,8 +23,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..inputs.analysed_before import installed
 from ..model import KEY
+from ..work_kept import installed, succeeded_rows
 
 RENDERED_STATEMENTS = "rendered_statements"  # the table under --out
 RENDER_KEY = "render_key"
@@ -81,12 +81,8 @@ def keyed(rows: DataFrame, suffix: str, parser: str, verbatim_kinds: tuple[str, 
 
 
 def earlier_rows(table: DataFrame, runs: DataFrame) -> DataFrame:
-    """The rows of ``rendered_statements`` that succeeded runs wrote, each key's from one run (the least run
-    id): a failed or killed run's rows are never read."""
-    succeeded = runs.where(F.col("status") == "succeeded").select("run_id").distinct()
-    rows = table.join(succeeded, "run_id")
-    first = rows.groupBy(RENDER_KEY).agg(F.min("run_id").alias("run_id"))
-    return rows.join(first, [RENDER_KEY, "run_id"]).select(*RENDERED_ROWS.names)
+    """The rows of ``rendered_statements`` that succeeded runs wrote (``work_kept.succeeded_rows``)."""
+    return succeeded_rows(table, runs, RENDER_KEY, RENDERED_ROWS.names)
 
 
 def not_rendered_before(rows: DataFrame, earlier: DataFrame | None) -> DataFrame:
