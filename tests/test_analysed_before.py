@@ -26,17 +26,24 @@ from dirtiness.settings import RunParams, resolve
 from dirtiness.store.delta import DeltaStore, arrow_schema_of
 
 # what a statement's analysis becomes (its object's dependencies and cluster), the dirty sets made of it, and the
-# plan, whose statements are rendered from it (each run's staging suffix, from its run id, made alike)
+# plan, whose statements are rendered from it
 TABLES = ("facts/depends_on", "facts/stmt_uses_cluster", "facts/changed_stmt", "dirty_stmts", "dirty_clusters",
           "dirty_schemas", "ddl_plan", "decisions")
 EDITED = "winning_bids"  # the statement the second project changes
 
 
 def _edited(folder) -> str:
+    """The example with one statement edited, and a view added whose name holds the staging suffix of run ``b``
+    (which that run renders as it is, not through the placeholder)."""
     document = yaml.safe_load(open(EXAMPLE_NEW))
     (entry,) = [o for o in document["objects"] if o["name"] == EDITED]
     entry["sql"] = entry["sql"].replace("SELECT", "SELECT /* edited */", 1)
     entry["hash"] += "-edited"
+    name = "winners" + deploy_suffix("b")
+    document["objects"].append({
+        "database": entry["database"], "schema": entry["schema"], "name": name, "kind": "view", "hash": "h-new",
+        "depends_on": [[entry["database"], entry["schema"], EDITED]],
+        "sql": f"CREATE VIEW {name} AS SELECT * FROM {entry['schema']}.{EDITED}"})
     path = folder / "new.yaml"
     path.write_text(yaml.safe_dump(document))
     return str(path)
@@ -80,9 +87,9 @@ def _corrupt(out) -> None:
 
 @pytest.fixture(scope="module")
 def chain(spark, tmp_path_factory):
-    """Run ``a`` (the example), then the same old project and one statement edited: run ``b`` into the same root,
-    beside a planted unfinished run's rows; run ``c`` into a copy of the root whose analysis and rendered
-    statements files are corrupt."""
+    """Run ``a`` (the example), then the same old project and one statement edited (``_edited``): run ``b`` into
+    the same root, beside a planted unfinished run's rows; run ``c`` (also with run id ``b``) into a copy of the
+    root whose analysis and rendered statements files are corrupt."""
     folder = tmp_path_factory.mktemp("analysed-before")
     (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
@@ -104,7 +111,7 @@ def chain(spark, tmp_path_factory):
         _plant_unfinished(spark, str(first), new)
         _plant_unfinished_renders(spark, str(first))
         summaries["b"] = run("b", first, new)
-        summaries["c"] = run("c", copy, new)
+        summaries["c"] = run("b", copy, new)  # the same run id: the same staging suffix
     finally:
         logging.getLogger("dirtiness").removeHandler(handler)
     return {"folder": folder, "new": new, "first": first, "copy": copy, "summaries": summaries, "said": said}
@@ -122,17 +129,21 @@ def test_a_later_run_parses_only_what_no_earlier_run_analysed(chain):
     assert summaries["a"]["statements"] == {"parsed": len(first), "reused": 0,
                                             "rendered": _renders(chain["first"], "a"), "render_reused": 0}
     both = _statements(EXAMPLE_OLD, chain["new"])
-    b = summaries["b"]["statements"]
-    assert (b["parsed"], b["reused"]) == (1, len(both) - 1)  # the unfinished run's rows unread
+    b, new = summaries["b"]["statements"], len(both - first)  # the edited statement and the added view's
+    assert (b["parsed"], b["reused"]) == (new, len(both) - new)  # the unfinished run's rows unread
     kept = pl.read_delta(str(chain["first"] / SQL_ANALYSIS))
-    assert kept.filter(pl.col("run_id") == "b").filter(pl.col("found") == "statement").height == 1
+    assert kept.filter(pl.col("run_id") == "b").filter(pl.col("found") == "statement").height == new == 2
     runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
-    assert (runs["b"]["statements_parsed"], runs["b"]["statements_reused"]) == (1, len(both) - 1)
+    assert (runs["b"]["statements_parsed"], runs["b"]["statements_reused"]) == (new, len(both) - new)
     # the edited statement's object is rendered again, and what reads it (its references moved); the others not
     assert 1 <= b["rendered"] < b["rendered"] + b["render_reused"] == _renders(chain["first"], "b")
     assert (runs["b"]["statements_rendered"], runs["b"]["renders_reused"]) == (b["rendered"], b["render_reused"])
     rendered = pl.read_delta(str(chain["first"] / RENDERED_STATEMENTS)).filter(pl.col("run_id").is_in(["a", "b"]))
-    assert rendered.filter(pl.col("run_id") == "b").height == b["rendered"]
+    # what b rendered is kept, but for the added view's statement, whose name holds b's suffix
+    assert rendered.filter(pl.col("run_id") == "b").height == b["rendered"] - 1
+    plan = pl.read_delta(str(chain["first"] / "ddl_plan")).filter(pl.col("run_id") == "b")
+    added = plan.filter(pl.col("statement").str.contains("winners"))["statement"].to_list()
+    assert added and not any("winners" in t for t in rendered["statement"].to_list())
     # what is kept names no run's staging: the placeholder stands for it
     suffixes = [deploy_suffix(r) for r in ("a", "b")]
     assert not any(x in t for t in rendered["statement"].to_list() for x in suffixes)
@@ -141,18 +152,17 @@ def test_a_later_run_parses_only_what_no_earlier_run_analysed(chain):
 
 def test_an_analysis_that_cannot_be_read_is_parsed_again_with_a_line_saying_so(chain):
     assert chain["summaries"]["c"]["statements"] == {"parsed": len(_statements(EXAMPLE_OLD, chain["new"])),
-                                                     "reused": 0, "rendered": _renders(chain["copy"], "c"),
+                                                     "reused": 0, "rendered": _renders(chain["copy"], "b"),
                                                      "render_reused": 0}
     for table in (SQL_ANALYSIS, RENDERED_STATEMENTS):
         assert any("could not be read" in line and table in line for line in chain["said"]), (table, chain["said"])
 
 
 def test_reused_and_parsed_runs_give_the_same_rows(chain):
-    def rows(out, table: str, run_id: str) -> list[str]:
-        frame = pl.read_delta(str(out / table)).filter(pl.col("run_id") == run_id).drop("run_id")
-        return sorted(str(row).replace(deploy_suffix(run_id), "_{suffix}") for row in frame.rows())
+    def rows(out, table: str) -> list[str]:
+        return sorted(map(str, pl.read_delta(str(out / table)).filter(pl.col("run_id") == "b").rows()))
     for table in TABLES:
-        reused, parsed = rows(chain["first"], table, "b"), rows(chain["copy"], table, "c")
+        reused, parsed = rows(chain["first"], table), rows(chain["copy"], table)
         assert reused, table
         assert reused == parsed, table
 

@@ -4,7 +4,7 @@ with the same id are found."""
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from dirtiness.changeset.catalog import id_clashes, numbered_names, numbered_objects
+from dirtiness.changeset.catalog import clash_detail, id_clashes, numbered_names, numbered_objects
 
 EDGE = "database string, schema string, name string, dep_database string, dep_schema string, dep_name string"
 
@@ -33,9 +33,10 @@ def test_two_keys_with_one_id_are_named(spark):
     objects = spark.createDataFrame([("db", "s", "a", 5), ("db", "s", "b", 5), ("db", "s", "c", 6)],
                                     "database string, schema string, name string, id long")
     names = spark.createDataFrame([("x", 5), ("y", 6)], "value string, id long")  # ids of names are apart
-    assert_df_equality(id_clashes(objects, names), spark.createDataFrame([("objects db.s.a and db.s.b",)],
-                                                                         "detail string"), ignore_nullable=True)
+    assert_df_equality(id_clashes(objects, names), spark.createDataFrame([("objects", 5)], "kind string, id long"),
+                       ignore_nullable=True)
     assert id_clashes(objects.where(F.col("name") != "b"), names).count() == 0
+    assert clash_detail(objects, names, "objects", 5) == "objects db.s.a and db.s.b"
 
 
 def test_a_run_whose_keys_clash_stops_before_the_rules_and_says_what_to_change(spark, tmp_path, capsys,
@@ -45,10 +46,10 @@ def test_a_run_whose_keys_clash_stops_before_the_rules_and_says_what_to_change(s
     from dirtiness.config import PROJECT_ROOT
 
     def clashing(objects, names):  # what the check finds once in many millions of runs, planted
-        return id_clashes(objects, names).unionByName(
-            objects.limit(1).select(F.lit("objects db.s.a and db.s.b").alias("detail")))
+        return id_clashes(objects, names).unionByName(objects.limit(1).select(F.lit("objects").alias("kind"), "id"))
 
     monkeypatch.setattr(pipeline, "id_clashes", clashing)
+    monkeypatch.setattr(pipeline, "clash_detail", lambda objects, names, kind, id_: "objects db.s.a and db.s.b")
     example = PROJECT_ROOT / "examples"
     out = tmp_path / "out"
     assert main(["run", "--old", str(example / "old.yaml"), "--new", str(example / "new.yaml"), "--out", str(out),

@@ -141,7 +141,8 @@ def planted_run(request, spark, tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"{form}-{strategy}")
     (folder / "inputs").mkdir()
     old, new = FORMS[form](folder / "inputs")
-    # statements analysed through sql_analysis, as a large catalog's are: that table is read for values too
+    # statements analysed through sql_analysis and rendered through rendered_statements, as a large catalog's
+    # are: those tables are read for values too
     (folder / "inputs" / "reuse.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     out = folder / "out"
     said, logger = Said(), logging.getLogger("dirtiness")
@@ -173,6 +174,7 @@ def test_no_output_of_a_run_holds_a_planted_value(planted_run):
     assert "report.html" in texts and "again.html" in texts and texts["stdout"]
     if planted_run["form"] in SECRET_KINDS:  # a form with statements: their analysis was kept, and read here
         assert any(name.startswith("out/sql_analysis/") and name.endswith(".parquet") for name in texts)
+        assert any(name.startswith("out/rendered_statements/") and name.endswith(".parquet") for name in texts)
     leaked = sorted(name for name, text in texts.items() if PLANTED in text)
     assert leaked == [], leaked
 

@@ -41,6 +41,7 @@ from .changeset.dirty_sets import column_names, dirty_table, named_outputs, obje
 from .changeset.catalog import (
     Interned,
     dictionary,
+    clash_detail,
     edge_table,
     id_clashes,
     interned_clusters,
@@ -250,7 +251,7 @@ class _Run:
         counts = counts_of(held.counts or {})
         log.info("SQL: %s parsed, %d as earlier runs analysed them", counted(counts["parsed"], "statement"),
                  counts["reused"])
-        mine = Batch(held.frame.where(F.col(PARSED)).select(*ANALYSED.names), None)
+        mine = Batch(held.frame.where(F.col(PARSED)).select(*ANALYSED.names), None) if counts["parsed"] else None
         return _Statements(analysis_of(keyed, held.frame.drop(PARSED, "part")), mine, counts)
 
     def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> _Resolved:
@@ -294,7 +295,8 @@ class _Run:
             "clashes": id_clashes(numbered_objects_, numbered_names_),
             **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
         if numbered["clashes"].count:
-            clash = min(row["detail"] for row in numbered["clashes"].dicts())
+            kind, id_ = min((r["kind"], r["id"]) for r in numbered["clashes"].dicts())
+            clash = clash_detail(numbered["objects"].frame, numbered["names"].frame, kind, id_)
             raise RunError(f"two keys have the same id ({clash}): set interning_seed in the configuration to "
                            "another integer and run again")
         objects, names = numbered["objects"].frame, numbered["names"].frame

@@ -127,12 +127,21 @@ def numbered_names(names: DataFrame, seed: int) -> DataFrame:
 
 
 def id_clashes(objects: DataFrame, names: DataFrame) -> DataFrame:
-    """``detail`` of each id two keys of one kind share (none but once in many millions of runs)."""
-    keys = (objects.select("id", F.concat_ws(".", *KEY).alias("key"), F.lit("objects").alias("kind"))
-            .unionByName(names.select("id", F.col("value").alias("key"), F.lit("names").alias("kind"))))
-    return (keys.groupBy("kind", "id").agg(F.count(F.lit(1)).alias("keys"), F.min("key").alias("a"),
-                                           F.max("key").alias("b"))
-            .where(F.col("keys") > 1).select(F.concat("kind", F.lit(" "), "a", F.lit(" and "), "b").alias("detail")))
+    """``kind, id`` of each id two keys of one kind share (none but once in many millions of runs): only the ids
+    travel, the keys are looked up for a clash found (``clash_detail``)."""
+    ids = (objects.select(F.lit("objects").alias("kind"), "id")
+           .unionByName(names.select(F.lit("names").alias("kind"), "id")))
+    return ids.groupBy("kind", "id").count().where(F.col("count") > 1).drop("count")
+
+
+def clash_detail(objects: DataFrame, names: DataFrame, kind: str, id_: int) -> str:
+    """``kind`` and the first two keys with id ``id_`` (a Spark job; only for a clash found)."""
+    if kind == "objects":
+        keys = objects.where(F.col("id") == id_).select(F.concat_ws(".", *KEY).alias("key"))
+    else:
+        keys = names.where(F.col("id") == id_).select(F.col("value").alias("key"))
+    found = sorted(r["key"] for r in keys.collect())
+    return f"{kind} {found[0]} and {found[1]}"
 
 
 def dictionary(objects: DataFrame, names: DataFrame) -> DataFrame:

@@ -31,7 +31,7 @@ RENDER_KEY = "render_key"
 RENDERED_ROWS = T.StructType([T.StructField(RENDER_KEY, T.StringType()), T.StructField("statement", T.StringType()),
                               T.StructField("verbatim", T.BooleanType()), T.StructField("error", T.StringType())])
 PLACEHOLDER = "\u0001suffix\u0001"  # stands for the run's suffix in what is kept; never in a name or statement
-RENDERED_BY = "rendered_by"  # on plan rows: "this" run or an "earlier" one (a reused statement), else null
+RENDERED_BY = "rendered_by"  # on plan rows: "this" run, an "earlier" one (reused), "as is" (not kept), or null
 GENERIC = "generic"  # whether the row's inputs have a generic form (else rendered as they are)
 
 _REFERENCE = ("dep_database", "dep_schema", "dep_name", "dep_target")
@@ -124,4 +124,4 @@ def kept_rows(plan: DataFrame, suffix: str) -> DataFrame:
 
 def counts_of(parts: dict) -> dict[str, int]:
     """Plan statements rendered by this run and reused from earlier ones, from the held rows' counts."""
-    return {"rendered": parts.get("this", 0), "render_reused": parts.get("earlier", 0)}
+    return {"rendered": parts.get("this", 0) + parts.get("as is", 0), "render_reused": parts.get("earlier", 0)}

@@ -113,10 +113,11 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
 
 
 def render_reusing(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding: Holding,
-                   earlier: DataFrame | None, suffix: str, try_local: bool) -> tuple[Batch, Batch, dict[str, int]]:
+                   earlier: DataFrame | None, suffix: str,
+                   try_local: bool) -> tuple[Batch, Batch | None, dict[str, int]]:
     """``render``, taking the statements earlier runs rendered (``plan.rendered_before``) and rendering the
     others: one hold. Returns the plan rows (with ``RENDER_KEY`` and ``RENDERED_BY`` besides), what this run
-    rendered (``RENDERED_ROWS``, for later runs) and the counts of both."""
+    rendered (``RENDERED_ROWS``, for later runs; None if nothing) and the counts of both."""
     verbatim_kinds = tuple(verbatim_kinds)
     keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
     schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
@@ -130,11 +131,12 @@ def render_reusing(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, 
                                                              schema)
     nothing = F.lit(None).cast("string")
     plan = (generic.select(*keep, *RENDERED.names, RENDER_KEY, RENDERED_BY)
-            .unionByName(as_they_are.select("*", nothing.alias(RENDER_KEY), nothing.alias(RENDERED_BY)))
+            .unionByName(as_they_are.select("*", nothing.alias(RENDER_KEY), F.lit("as is").alias(RENDERED_BY)))
             .unionByName(rows.frame.where(F.col("sql").isNull()).select(
                 *keep, "statement", "verbatim", "error", nothing.alias(RENDER_KEY), nothing.alias(RENDERED_BY))))
     held = holding.hold(Hold(plan, split=RENDERED_BY), try_local=try_local)
-    return held, Batch(kept_rows(held.frame, suffix), None), counts_of(held.counts or {})
+    kept = Batch(kept_rows(held.frame, suffix), None) if (held.counts or {}).get("this") else None  # no empty write
+    return held, kept, counts_of(held.counts or {})
 
 
 def _renderer(parser: str, verbatim_kinds: tuple[str, ...], kept: list[str], schema: T.StructType):
