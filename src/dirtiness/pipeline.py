@@ -40,8 +40,8 @@ from .changeset.diff import changed_stmt
 from .changeset.dirty_sets import column_names, dirty_table, named_outputs, object_attributes
 from .changeset.catalog import (
     Interned,
-    dictionary,
     clash_detail,
+    dictionary,
     edge_table,
     id_clashes,
     interned_clusters,
@@ -346,8 +346,8 @@ class _Run:
 
     def planned(self, resolved: _Resolved, facts: _Facts, dirty: Evaluation, earlier: Earlier) -> dict:
         """The strategy's rules, the dependency steps, both programs' tuples by name (one job), the plan rows
-        (one job), their statements (one job; none for local rows that need no statement reused), each
-        subject's decision (one job), the decisions table (one job), then every check of the plan (one job).
+        (one job), their statements (on the driver for local rows, else one job; one job whenever statements
+        are reused), each subject's decision (one job), the decisions table (one job), then every check of the plan (one job).
         Returns the ``RunResult`` fields of the plan (and the counts of its statements rendered and reused
         under ``statements``)."""
         settings = self.settings
