@@ -50,6 +50,11 @@ def _generic(value: Column, suffix: str) -> Column:
     return F.when(value.endswith(suffix), F.concat(cut, F.lit(PLACEHOLDER))).otherwise(value)
 
 
+def _holds(texts: Column, part: str) -> Column:
+    """Whether any of ``texts`` (an array) holds ``part``."""
+    return F.exists(texts, lambda t: F.coalesce(t.contains(part), F.lit(False)))
+
+
 def keyed(rows: DataFrame, suffix: str, parser: str, verbatim_kinds: tuple[str, ...]) -> DataFrame:
     """The plan rows to render (``sql`` not null, ``references`` of ``statements.REFERENCES``) with their
     generic inputs in place of their own, ``GENERIC`` (whether that form is exact) and ``RENDER_KEY``."""
@@ -58,13 +63,11 @@ def keyed(rows: DataFrame, suffix: str, parser: str, verbatim_kinds: tuple[str, 
     texts = [*plain, *(F.col(c) for c in _ENDS)]
     reference_texts = F.concat_ws("\u0000", F.transform(references, lambda r: F.concat_ws(
         "\u0000", *(r[c] for c in _REFERENCE))))
-    def holds(texts: Column, part: str) -> Column:
-        return F.exists(texts, lambda t: F.coalesce(t.contains(part), F.lit(False)))
     # the suffix only where it ends a target or a staged cluster, once; the placeholder nowhere
-    generic = (~holds(F.array(*texts, reference_texts), PLACEHOLDER) & ~holds(F.array(*plain), suffix)
-               & ~holds(F.array(*(_generic(F.col(c), suffix) for c in _ENDS)), suffix)
-               & ~F.exists(references, lambda r: holds(F.array(*(r[c] for c in _REFERENCE[:3]),
-                                                                _generic(r["dep_target"], suffix)), suffix)))
+    generic = (~_holds(F.array(*texts, reference_texts), PLACEHOLDER) & ~_holds(F.array(*plain), suffix)
+               & ~_holds(F.array(*(_generic(F.col(c), suffix) for c in _ENDS)), suffix)
+               & ~F.exists(references, lambda r: _holds(F.array(*(r[c] for c in _REFERENCE[:3]),
+                                                                 _generic(r["dep_target"], suffix)), suffix)))
     generic_references = F.transform(references, lambda r: F.struct(
         *(r[c].alias(c) for c in _REFERENCE[:3]), _generic(r["dep_target"], suffix).alias("dep_target")))
     swapped = rows.select(*(c for c in rows.columns if c not in ("references", *_ENDS)),
