@@ -6,6 +6,7 @@ client asks a server for. Its rows must equal the classic run's.
 """
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -58,3 +59,20 @@ def test_the_seed_scenarios_under_sail_give_the_classic_rows(sail_server, seeds,
     run_remote(sail_server, tmp_path / "out", "seeds", folder / "old.yaml", folder / "new.yaml", *SAIL_CONFIG,
                "--allow-destructive", *(f"--forced-schema={schema}" for schema in forced))
     assert_same_rows(Path(classic_out), tmp_path / "out")
+
+
+@pytest.mark.processes
+def test_a_sail_run_that_reuses_what_an_earlier_one_kept_gives_the_classic_rows(sail_server, example_run, tmp_path):
+    """Statements parsed and rendered once across runs (``sql.reuse_from_objects: 0``), the kept work written
+    and read by Sail's own Delta: the second run parses and renders nothing, and answers as the classic run."""
+    config = tmp_path / "reuse.yaml"
+    config.write_text((EXAMPLE / "sail" / "config.yaml").read_text() + "\nsql:\n  reuse_from_objects: 0\n")
+    out, documents = tmp_path / "out", (EXAMPLE / "old.yaml", EXAMPLE / "new.yaml")
+    run_remote(sail_server, out, "earlier", *documents, "--config", str(config))
+    summary = run_remote(sail_server, out, "example", *documents, "--config", str(config))
+    assert re.search(r"SQL: 0 statements parsed, [1-9]\d* as earlier runs analysed them; "
+                     r"0 plan statements rendered, [1-9]\d* as earlier runs rendered them", summary), summary
+    for table, key in TABLES.items():
+        expected = pl.read_delta(str(example_run.out / table)).drop("run_id").sort(key)
+        found = pl.read_delta(str(out / table)).filter(pl.col("run_id") == "example").drop("run_id").sort(key)
+        assert found.height > 0 and found.equals(expected), table
