@@ -1,6 +1,7 @@
 """Benchmark: the job on a synthetic catalog or the bundled example, its Spark jobs counted.
 
     python bench/run.py --objects 100000 [--seed 7] [--changed 0.0002] [--no-reference] [--no-floor] [--warm N]
+                        [--next-run CHANGES [--pairs 2]]
     python bench/run.py --example [--strategy in-place]
 
 The run goes through the same pipeline the command line runs
@@ -17,6 +18,15 @@ itself is a cold JVM's first computation, as a scheduled run is. ``--warm N``
 first computes the same catalog N times (unmeasured, same session), so that
 the run's rounds and the floor's are measured with the same code compiled:
 the engine's cost per round against the floor's, without the JVM's warm-up.
+
+``--next-run CHANGES`` then measures an hour's schedule: ``CHANGES`` more
+statements of the new project edited, the next run into the same output root
+(taking whatever earlier runs there left) against the same inputs with
+``--full``, alternately, ``--pairs`` times each, in the same session. It prints
+the ratio of their medians against issue 53's budget for a run after a small
+change (at most 25% of a full run at 100,000 objects, 20% at a million), their
+Spark jobs, whether both gave the same rows, and the bytes of what earlier runs
+left beside the bytes of the facts tables.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import argparse
 import json
 import logging
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -33,6 +44,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from floor import reachability_rounds  # noqa: E402
+import pyarrow as pa  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from spark_work import RETAINED, SparkWork  # noqa: E402
 from synthetic import generate, write_snapshot  # noqa: E402
@@ -61,9 +73,14 @@ def main() -> None:
     parser.add_argument("--keep", help="keep the snapshots and outputs in this folder")
     parser.add_argument("--warm", type=int, default=0, metavar="N",
                         help="compute the catalog N times first (unmeasured): rounds and floor both warm")
+    parser.add_argument("--next-run", type=int, metavar="CHANGES",
+                        help="then the next run after CHANGES more edits, against a full run (synthetic only)")
+    parser.add_argument("--pairs", type=int, default=2, help="with --next-run: runs of each kind")
     args = parser.parse_args()
     if bool(args.objects) == args.example:
         parser.error("give --objects N or --example")
+    if args.next_run is not None and args.example:
+        parser.error("--next-run needs --objects N")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     with work_folder(args.keep, "dirtiness-bench-") as work:
@@ -154,6 +171,8 @@ def measure(args: argparse.Namespace, work: str) -> None:
             floor = reachability_rounds(facts.read("facts/depends_on").where(F.col("run_id") == settings.run_id))
         report["floor_rounds"] = floor
         report["floor_round_median_s"] = round(statistics.median(r["seconds"] for r in floor), 3)
+    if args.next_run is not None:
+        report["next_run"] = next_run(args, spark, config, old_path, new, out, work)
     spark.stop()
     report.update(_read_back(out, os.path.join(work, "report.html"), config))
     if not args.no_reference:
@@ -169,6 +188,66 @@ def measure(args: argparse.Namespace, work: str) -> None:
               f"{entry['stages']:5d} stages  +{entry['new']}", file=sys.stderr)
     print(f"total {total_jobs} Spark jobs", file=sys.stderr)
     print(json.dumps(report))
+
+
+def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: dict, out: str, work: str) -> dict:
+    """The next hourly run after ``args.next_run`` more edits, into ``out`` (after the measured run), against
+    the same inputs run ``--full`` into roots of their own; alternately, ``args.pairs`` of each."""
+    rng = random.Random(args.seed + 1)
+    objects = new["objects"].to_pylist()
+    for row in rng.sample(objects, args.next_run):
+        row["hash"] += "-next"
+    new_path = write_snapshot({**new, "objects": pa.Table.from_pylist(objects, schema=new["objects"].schema)},
+                              os.path.join(work, "new-next"))
+    figures: list[dict] = []
+    for pair in range(args.pairs):
+        for full in ((False, True) if pair % 2 == 0 else (True, False)):
+            run_id = f"{'full' if full else 'next'}-{pair}"
+            root = os.path.join(work, run_id) if full else out
+            settings = resolve(RunParams(old=old_path, new=new_path, out=root, run_id=run_id, full=full,
+                                         strategy=args.strategy, allow_destructive=True), config)
+            work_of = SparkWork(spark)
+            summary = run(spark, settings)
+            figures.append({"full": full, "seconds": summary["seconds"]["total"], "jobs": work_of.take()["jobs"],
+                            "stages": summary["seconds"], "answer": _answer(root, run_id)})
+            print(json.dumps({k: v for k, v in figures[-1].items() if k != "answer"} | {"run": run_id}),
+                  file=sys.stderr, flush=True)
+    nexts, fulls = [f for f in figures if not f["full"]], [f for f in figures if f["full"]]
+    ratio = statistics.median(f["seconds"] for f in nexts) / statistics.median(f["seconds"] for f in fulls)
+    budget = 0.20 if args.objects >= 1_000_000 else 0.25
+    kept = sum(_bytes(os.path.join(out, t)) for t in ("sql_analysis", "rendered_statements"))
+    facts = _bytes(os.path.join(out, "facts"))
+    figures_ = {
+        "changes": args.next_run, "next_s": statistics.median(f["seconds"] for f in nexts),
+        "full_s": statistics.median(f["seconds"] for f in fulls), "ratio": round(ratio, 3), "budget": budget,
+        "next_jobs": nexts[0]["jobs"], "full_jobs": fulls[0]["jobs"],
+        "same_rows": all(f["answer"] == fulls[0]["answer"] for f in figures),
+        "kept_bytes": kept, "facts_bytes": facts}
+    print(f"next run after {args.next_run} edits: {figures_['next_s']:.1f} s ({figures_['next_jobs']} jobs) against "
+          f"{figures_['full_s']:.1f} s ({figures_['full_jobs']} jobs) for a full run: {ratio:.2f}x, budget "
+          f"{budget:.2f}x: {'met' if ratio <= budget else 'NOT MET'}; same rows: {figures_['same_rows']}; "
+          f"kept for later runs {kept:,} bytes beside {facts:,} of facts", file=sys.stderr)
+    return figures_
+
+
+def _answer(root: str, run_id: str) -> str:
+    """A digest of a run's dirty sets, plan and decisions (its run id and staging suffix made alike)."""
+    import hashlib
+
+    import polars as pl
+
+    from dirtiness.plan.operations import deploy_suffix
+
+    digest = hashlib.sha256()
+    for table in ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan", "plan_decisions", "decisions"):
+        frame = pl.read_delta(os.path.join(root, table)).filter(pl.col("run_id") == run_id).drop("run_id")
+        rows = sorted(str(r).replace(deploy_suffix(run_id), "{suffix}") for r in frame.rows())
+        digest.update("\n".join([table, *rows]).encode())
+    return digest.hexdigest()
+
+
+def _bytes(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(folder) for f in files)
 
 
 def _add(before: dict | None, more: dict) -> dict:

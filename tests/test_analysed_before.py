@@ -1,6 +1,6 @@
 """Runs into one ``--out`` parse only the statements no succeeded earlier run analysed, and render only the plan
 statements none rendered, never read a state that a run did not finish or that cannot be read, and answer as a
-run that parsed and rendered everything."""
+run that parsed and rendered everything; each compares its units with those of the run it starts from."""
 
 from __future__ import annotations
 
@@ -19,10 +19,15 @@ from dirtiness.cli import main
 from dirtiness.config import load_config
 from dirtiness.inputs.analysed_before import ANALYSED, SQL_ANALYSIS, analysed_with, statement_keys
 from dirtiness.inputs.references import SqlSettings
+from dirtiness.model import UNITS
 from dirtiness.pipeline import earlier_of
 from dirtiness.plan.operations import deploy_suffix
 from dirtiness.plan.rendered_before import PLACEHOLDER, RENDERED_STATEMENTS
+from dirtiness.readback.explain import explain, format_text
+from dirtiness.readback.report.page import write_report
+from dirtiness.readback.run_tables import RunTables
 from dirtiness.settings import RunParams, resolve
+from dirtiness.store.base_run import BaseRun
 from dirtiness.store.delta import DeltaStore, arrow_schema_of
 
 # what a statement's analysis becomes (its object's dependencies and cluster), the dirty sets made of it, and the
@@ -80,7 +85,7 @@ def _plant_unfinished_renders(spark, out: str) -> None:
 
 
 def _corrupt(out) -> None:
-    for table in (SQL_ANALYSIS, RENDERED_STATEMENTS):
+    for table in (SQL_ANALYSIS, RENDERED_STATEMENTS, UNITS):
         for part in (out / table).glob("**/*.parquet"):
             part.write_bytes(b"not parquet")
 
@@ -171,7 +176,49 @@ def test_full_reads_nothing_earlier_runs_left(chain, spark):
     store = DeltaStore(spark, str(chain["first"]))
     params = {"old": EXAMPLE_OLD, "new": chain["new"], "out": str(chain["first"])}
     assert earlier_of(store, resolve(RunParams(**params), load_config())).analysis() is not None
-    assert earlier_of(store, resolve(RunParams(**params, full=True), load_config())).analysis() is None
+    full = earlier_of(store, resolve(RunParams(**params, full=True), load_config()))
+    assert full.analysis() is None and full.units() == (BaseRun(why="--full"), None)
+    # the chain's runs had sql.reuse_from_objects 0: under the bundled configuration none is a run to start from
+    started_from, units = earlier_of(store, resolve(RunParams(**params), load_config())).units()
+    assert units is None and started_from.why == ("no succeeded run with these rules, configuration and version "
+                                                  "of dirtiness: the latest, b, was computed with another "
+                                                  "configuration")
+    config = load_config(str(chain["folder"] / "conf.yaml"))
+    started_from, units = earlier_of(store, resolve(RunParams(**params), config)).units()
+    assert started_from == BaseRun("b") and units.count() == chain["summaries"]["b"]["units"]["total"]
+
+
+def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
+    """A unit is an object of one side; ``b`` edited one statement and added a view since ``a``. The copy's
+    units cannot be read: its run compares with none, and says why."""
+    a, b, c = (chain["summaries"][r]["units"] for r in "abc")
+    objects = sum(len(yaml.safe_load(open(p))["objects"]) for p in (EXAMPLE_OLD, EXAMPLE_NEW))
+    assert a == {"total": objects, "started_from": None, "why": "no earlier run"}
+    assert b == {"total": objects + 1, "started_from": "a",
+                 "changes": {"old": {"added": 0, "deleted": 0, "edited": 0},
+                             "new": {"added": 1, "deleted": 0, "edited": 1}}}
+    assert c["started_from"] is None and c["why"].startswith(f"{UNITS} under {chain['copy']} could not be read (")
+    assert any(line.startswith(f"units: compared with no earlier run under {chain['copy']} ({UNITS} under")
+               for line in chain["said"])
+    runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
+    assert (runs["a"]["started_from"], runs["a"]["units_changed"]) == (None, None)
+    assert (runs["b"]["started_from"], runs["b"]["units_changed"]) == ("a", 2)
+    assert runs["a"]["version"] == runs["b"]["version"] is not None
+    units = pl.read_delta(str(chain["first"] / UNITS))
+    assert units.filter(pl.col("run_id") == "b").height == objects + 1
+    edited = units.filter((pl.col("name") == EDITED) & (pl.col("side") == "new"))
+    assert edited.select("content").n_unique() == 2  # a and b: the statement edited
+    # explain says what changed in an object since the run its run started from
+    tables = RunTables.open(str(chain["first"]), "b")
+    database, schema = edited.row(0, named=True)["database"], edited.row(0, named=True)["schema"]
+    explained = explain(tables, "object", (database, schema, EDITED))
+    assert explained.since == {"run": "a", "old": None, "new": "edited"}
+    assert "  since run a (the run this one started from): new side edited" in format_text(explained).splitlines()
+    assert explain(tables, "object", ("materialize", "auction", "bids")).since == {"run": "a", "old": None,
+                                                                                   "new": None}
+    page = chain["folder"] / "b.html"  # and the report, among how the run was computed
+    write_report(tables, str(page), None)
+    assert 'started from</th><td>run <span class="mono">a</span>: 2 units changed since' in page.read_text()
 
 
 @pytest.mark.parametrize("changed", [{"dialect": "postgres"}, {"system_schemas": ("mz_catalog",)}])

@@ -17,6 +17,7 @@ from .datalog.holding import Batch
 from .job_names import job_names
 from .plan.checks import PlanContext, PlanReport
 from .settings import RunSettings
+from .store.base_run import BaseRun
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Earlier:
 
     read_analysis: Callable[[], DataFrame | None] = lambda: None  # statements succeeded runs analysed
     read_rendered: Callable[[], DataFrame | None] = lambda: None  # plan statements succeeded runs rendered
+    # the run this one starts from and its units (``changeset.units``), or why there is none
+    read_units: Callable[[], tuple[BaseRun, DataFrame | None]] = lambda: (BaseRun(why="--full"), None)
 
     def analysis(self) -> DataFrame | None:
         """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""
@@ -46,6 +49,11 @@ class Earlier:
     def rendered(self) -> DataFrame | None:
         """The plan statements succeeded runs rendered (``plan.rendered_before``), or None."""
         return self.read_rendered()
+
+    def units(self) -> tuple[BaseRun, DataFrame | None]:
+        """The run this one starts from (``store.base_run``) and its units' rows (``UNIT_ROWS``), or why there
+        is none and None."""
+        return self.read_units()
 
 
 @dataclass
@@ -62,6 +70,9 @@ class RunResult:
     desired: Batch | None = None                              # the new project's objects: key, kind, hash
     analysed: Batch | None = None     # the analysis of the statements this run parsed, for later runs
     rendered: Batch | None = None     # the plan statements this run rendered, for later runs
+    units: Batch | None = None        # every unit of both sides with its digest (changeset.units), for later runs
+    started_from: BaseRun = field(default_factory=BaseRun)  # the run this one compared its units with, or why none
+    unit_changes: dict | None = None  # {side: {change: units}} since ``started_from`` (None: no such run)
     statements: dict[str, int] = field(default_factory=dict)  # statements parsed, rendered, and reused
     report: PlanReport | None = None                          # the plan's checks and figures
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds

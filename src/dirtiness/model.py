@@ -121,4 +121,5 @@ def facts_table(relation: str) -> str:
 
 
 SELECTED_CHANGES = "selected_changes"  # a selective run's changes, each chosen or left as deployed, and why
+UNITS = "units"  # each object of each side with a digest of what its facts come from (changeset.units)
 DESIRED_OBJECTS = "desired_objects"  # the new project's objects (key, kind, hash): what apply records as deployed

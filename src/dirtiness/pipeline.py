@@ -55,6 +55,8 @@ from .changeset.catalog import (
     object_table,
 )
 from .changeset.interning import object_names
+from .changeset.units import UNIT_ROWS, changed_units_line, unit_changes, unit_contents
+from .changeset.units import counts_of as unit_counts
 from .computed import Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
@@ -72,7 +74,7 @@ from .inputs.analysed_before import (
 )
 from .inputs.references import ANALYSIS, analyser, resolve_statements, statements_to_analyse
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
-from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, facts_table
+from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, UNITS, facts_table
 from .plan import planner
 from .plan.checks import PlanContext, plan_checks, plan_report
 from .plan.decision_table import decided_subjects, decision_table
@@ -85,7 +87,9 @@ from .plan.statements import render, render_reusing
 from .plan.steps import layered
 from .session import session_settings
 from .settings import RunSettings
+from .store.base_run import BaseRun, base_run
 from .wording import counted
+from .work_kept import installed
 
 log = logging.getLogger("dirtiness")
 
@@ -151,6 +155,15 @@ class _Facts:
     tables: dict[str, Batch]  # base relation -> its facts-table rows
 
 
+@dataclass(frozen=True)
+class _Units:
+    """Every unit of both sides with its digest, and what changed in them since the run this one starts from."""
+
+    units: Batch               # changeset.units.UNIT_ROWS
+    started_from: BaseRun      # that run, or why there is none
+    changes: dict | None       # {side: {change: units}}; None without such a run
+
+
 class _Run:
     """The stages of one ``compute``, each a function of what the ones before it returned.
 
@@ -186,11 +199,12 @@ class _Run:
             statements = self.statements(old, new, earlier)
         with clock("facts"):
             resolved = self.resolved(old, new, statements.analysis)
-            facts = self.facts(resolved)
+            facts, units = self.facts(resolved, earlier)
         with clock("fixpoint"):
             dirty = self.evaluated(self.dirty, {n: facts.base[n] for n in self.settings.checked.base}, facts.static)
         computed = {"facts": facts.tables, "desired": resolved.desired, "rounds": dirty.rounds,
-                    "analysed": statements.parsed, "statements": statements.counts}
+                    "analysed": statements.parsed, "statements": statements.counts, "units": units.units,
+                    "started_from": units.started_from, "unit_changes": units.changes}
         if self.plan is None:  # strategy none: the dirty sets by name are the answer
             with clock("names"):
                 return {**computed, "tables": self.named(resolved, facts, dirty)}
@@ -278,22 +292,47 @@ class _Run:
         return _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
                          held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
 
-    def facts(self, resolved: _Resolved) -> _Facts:
+    def units(self, numbered: dict[str, Batch], started_from: BaseRun) -> _Units:
+        """Both sides' units as ``facts`` held them, and what changed since the run this one starts from. A run
+        that left no units is none to start from."""
+        if started_from.run_id is not None and not numbered["base_units"].dicts()[0]["count"]:
+            started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
+        if started_from.run_id is None:
+            log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
+            return _Units(numbered["units"], started_from, None)
+        changes = unit_counts(numbered["unit_changes"].dicts())
+        log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
+        return _Units(numbered["units"], started_from, changes)
+
+    def facts(self, resolved: _Resolved, earlier: Earlier) -> tuple[_Facts, _Units]:
         """The base relations of both programs as views of the interned object table, edges and indexes
-        (``changeset.catalog``): the keys numbered (one hold, with the facts tables of a small catalog),
-        interned (one hold), then the static parts of both programs' rules (one hold)."""
+        (``changeset.catalog``): the keys numbered (one hold, with the facts tables of a small catalog and the
+        units compared with the run this one starts from), interned (one hold), then the static parts of both
+        programs' rules (one hold)."""
         settings, spark = self.settings, self.spark
         old, new, changed = resolved.old, resolved.new, resolved.changed
+        started_from, before = earlier.units()
+        units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
+                 .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
+        compared = {} if before is None else {"unit_changes": unit_changes(units, before),
+                                              "base_units": before.groupBy().count()}
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
         table = object_table(old, new, changed, settings.dialect)
         edges = edge_table(old, new)
         numbered_objects_ = numbered_objects(table, edges, settings.interning_seed)
         numbered_names_ = numbered_names(name_keys(spark, table, new, old, list(settings.forced),
                                                    settings.dialect.clusters), settings.interning_seed)
-        numbered = self.hold({
-            "objects": numbered_objects_, "names": numbered_names_,
-            "clashes": id_clashes(numbered_objects_, numbered_names_),
-            **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
+        numbering = {"objects": numbered_objects_, "names": numbered_names_,
+                     "clashes": id_clashes(numbered_objects_, numbered_names_), "units": units,
+                     **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})}
+        try:
+            numbered = self.hold({**numbering, **compared})
+        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            if not compared:
+                raise
+            started_from = BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})")
+            numbered = self.hold(numbering)
+        units_ = self.units(numbered, started_from)
         if numbered["clashes"].count:
             kind, id_ = min((r["kind"], r["id"]) for r in numbered["clashes"].dicts())
             clash = clash_detail(numbered["objects"].frame, numbered["names"].frame, kind, id_)
@@ -317,7 +356,7 @@ class _Run:
                             **(self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
                                                           if n in base}) if self.plan else {})})
         tables = {n: numbered[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
-        return _Facts(base, static, dictionary(objects, names), objects, tables)
+        return _Facts(base, static, dictionary(objects, names), objects, tables), units_
 
     def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
         """The input checks read back: a warning logged, the first problem raised (exit 2)."""
@@ -501,10 +540,39 @@ def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
     when the run asks for it."""
     if settings.full:
         return Earlier()
-    return Earlier(read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
+    return Earlier(read_units=lambda: _units_before(store, settings),
+                   read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
                                                       "every statement is parsed"),
                    read_rendered=lambda: _kept_before(store, settings, RENDERED_STATEMENTS, RENDERED_ROWS.names,
                                                       earlier_rendered, "every plan statement is rendered"))
+
+
+def _wanted_base(settings: RunSettings) -> dict[str, str]:
+    """What the run a run starts from must have been computed with (``store.base_run.MATCHED``)."""
+    return {"rules_fingerprint": settings.fingerprints["rules_fingerprint"],
+            "config_fingerprint": settings.fingerprints["config_fingerprint"], "version": installed("dirtiness")}
+
+
+def _units_before(store: "DeltaStore", settings: RunSettings) -> tuple[BaseRun, DataFrame | None]:
+    """The run this one starts from and its units (a lazy frame), or why there is none."""
+    if not store.exists("runs"):
+        return BaseRun(why="no earlier run"), None
+    try:
+        base = base_run(store.latest_succeeded("runs"), store.succeeded_runs, _wanted_base(settings))
+    except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+        return BaseRun(why=f"runs could not be read ({first_line(error)})"), None
+    if base.run_id is None:
+        return base, None
+    if not store.exists(UNITS):
+        return BaseRun(why=f"run {base.run_id} left no {UNITS}"), None
+    try:
+        table = store.read(UNITS)
+        missing = sorted({*UNIT_ROWS.names, "run_id"} - set(table.columns))
+        if missing:
+            raise ValueError(f"no column {', '.join(missing)}")
+    except Exception as error:  # noqa: BLE001
+        return BaseRun(why=f"{UNITS} could not be read ({first_line(error)})"), None
+    return base, table.where(F.col("run_id") == base.run_id).select(*UNIT_ROWS.names)
 
 
 def _kept_before(store: "DeltaStore", settings: RunSettings, name: str, columns: list[str], rows_of,

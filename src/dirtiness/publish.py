@@ -14,13 +14,15 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
+from .changeset.units import changed_units_line
 from .inputs.analysed_before import SQL_ANALYSIS
 from .plan.rendered_before import RENDERED_STATEMENTS
-from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES
+from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES, UNITS
 from .computed import Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .wording import counted
+from .work_kept import installed
 from .store.delta import DeltaStore
 from .store.run_reads import latest_succeeded
 from .store.run_log import (
@@ -70,6 +72,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
                 write(PLAN_DECISIONS, result.decisions)
                 write(DECISIONS, result.object_decisions)
             write(DESIRED_OBJECTS, result.desired)
+            if result.units is not None:  # for later runs: what this one's facts came from
+                write(UNITS, result.units)
             if result.analysed is not None:  # for later runs: the statements this one parsed
                 write(SQL_ANALYSIS, result.analysed)
             if result.rendered is not None:  # and the plan statements it rendered
@@ -88,7 +92,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         with clock("publish"):
             write("run_stages", records(RUN_STAGES, stage_rows(seconds)))
             row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
-                           plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements)
+                           plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements,
+                           started_from=result.started_from.run_id, unit_changes=result.unit_changes)
             store.replace_run("runs", records(RUNS, [row]), run_id)
     except Exception as error:
         record_failure(store, settings, result.started_at, error)
@@ -112,6 +117,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "verbatim": report.verbatim if report else [],
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "statements": result.statements,  # statements parsed and rendered, and reused from earlier runs
+        "units": _units_summary(result),
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -121,6 +127,14 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "plan_rounds": len(result.plan_rounds),
         "seconds": {**seconds, "total": round(sum(seconds.values()), 3)},
     }
+
+
+def _units_summary(result: RunResult) -> dict:
+    """The run the units were compared with and what changed since (``changes``: per side and change), or
+    why there was no such run (``why``)."""
+    started_from = result.started_from
+    return {"total": result.units.count if result.units is not None else None, "started_from": started_from.run_id,
+            **({"changes": result.unit_changes} if started_from.run_id else {"why": started_from.why})}
 
 
 def _selection_summary(settings: RunSettings) -> dict | None:
@@ -145,7 +159,8 @@ def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: 
 
 def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
              rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None,
-             statements: dict | None = None) -> dict:
+             statements: dict | None = None, started_from: str | None = None,
+             unit_changes: dict | None = None) -> dict:
     """The ``runs`` row of a run, by column."""
     counts, statements = counts or {}, statements or {}
     return {
@@ -161,6 +176,9 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "plan_rules": settings.plan_checked.path if settings.plan_checked else None, "plan_rounds": plan_rounds,
         "statements_parsed": statements.get("parsed"), "statements_reused": statements.get("reused"),
         "statements_rendered": statements.get("rendered"), "renders_reused": statements.get("render_reused"),
+        "version": installed("dirtiness"), "started_from": started_from,
+        "units_changed": None if unit_changes is None else sum(n for side in unit_changes.values()
+                                                                for n in side.values()),
     }
 
 
@@ -174,6 +192,13 @@ def _statements_line(statements: dict) -> str:
         parts.append(f"{counted(statements['rendered'], 'plan statement')} rendered, "
                      f"{statements['render_reused']} as earlier runs rendered them")
     return "  SQL: " + "; ".join(parts)
+
+
+def _units_line(units: dict) -> str:
+    """What changed in the units since the run this one started from, or why there was none."""
+    if units["started_from"] is None:
+        return f"  units: {counted(units['total'] or 0, 'unit')}, compared with no earlier run ({units['why']})"
+    return f"  units: {changed_units_line(units['changes'])} since run {units['started_from']}"
 
 
 def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
@@ -210,6 +235,7 @@ def format_summary(summary: dict) -> str:
         f"  base facts: {counted(sum(summary['facts'].values()), 'row')} in "
         f"{counted(len(summary['facts']), 'relation')}",
         *([_statements_line(summary["statements"])] if summary.get("statements") else []),
+        *([_units_line(summary["units"])] if summary.get("units") else []),
         f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point)"
         + (f", {summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})" if planned else ""),
         f"  stages: {stages}",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
-from ..model import KEY, NO_PLAN, SELECTED_CHANGES, facts_table
+from ..model import KEY, NO_PLAN, SELECTED_CHANGES, UNITS, facts_table
 from .fact_text import Fact, parse_fact, show_name
 from ..typed_names import ambiguous, not_found, parts_of, suffix_matches
 from .run_tables import RunTables
@@ -77,6 +77,9 @@ class Explanation:
     decision: dict | None = None  # its row of the decisions table: decision, relation, rule, reason, steps
     selection: str | None = None  # a selective run's word on it: selected, excluded, or which change pulled it in
     strategy: str | None = None   # the run's plan strategy (none: it planned no DDL)
+    # an object's units since the run this one started from: {"run": id, "old": change, "new": change}, a
+    # change being added, deleted, edited or None (the same digest)
+    since: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -100,6 +103,7 @@ def explain(tables: RunTables, kind: str, parts: tuple[str, ...], outputs: dict[
         key = dict(zip(KEY, parts))
         changed = tables.rows(facts_table("ChangedStmt"), **key)
         explanation.change = changed[0]["change"] if changed else None
+        explanation.since = _since(tables, key)
         index_rows = tables.rows(facts_table("IndexUsesCluster"), **key)
         explanation.surroundings = _object_surroundings(tables, key, index_rows)
         managed = facts_table("IsApplyManaged")
@@ -339,6 +343,27 @@ def _plan_rows(tables: RunTables, **where) -> list[dict]:
             for r in sorted(rows, key=lambda r: r["seq"])]  # verbatim and reason: runs since plans met a database
 
 
+def _since(tables: RunTables, key: dict) -> dict | None:
+    """What changed in an object's units (each side's) since the run this one started from; None without one."""
+    started_from = tables.run.get("started_from")
+    if not started_from or not tables.has(UNITS):
+        return None
+
+    def digests(run: RunTables) -> dict[str, str]:
+        return {r["side"]: r["content"] for r in run.rows(UNITS, **key)}
+
+    now, then = digests(tables), digests(RunTables(tables.out, {"run_id": started_from}))
+    changes = {side: (None if now.get(side) == then.get(side) else "added" if side not in then
+                      else "deleted" if side not in now else "edited") for side in ("old", "new")}
+    return {"run": started_from, **changes}
+
+
+def _since_line(since: dict) -> str:
+    changes = [f"{side} side {change}" for side in ("old", "new") if (change := since[side])]
+    return (f"  since run {since['run']} (the run this one started from): "
+            + (", ".join(changes) if changes else "unchanged"))
+
+
 def format_text(e: Explanation) -> str:
     """The explanation as a few aligned lines for a terminal."""
     lines = [f"{e.kind} {e.name} is {'dirty' if e.dirty else 'not dirty'} in run {e.run_id} (rules: {e.rules})"]
@@ -354,6 +379,8 @@ def format_text(e: Explanation) -> str:
         lines += _chain_lines(e.chain)
     elif e.kind == "object":
         lines.append("  not changed" if e.change is None else f"  changed ({e.change})")
+    if e.since:
+        lines.append(_since_line(e.since))
     if e.surroundings:
         lines.append("around it:")
         width = max(len(n.role) for n in e.surroundings)

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, arrow_table
-from .run_reads import RUN_ID, is_table, latest_of, latest_succeeded
+from .run_reads import RUN_ID, is_table, latest_of, latest_succeeded, succeeded_runs
 
 _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
 
@@ -114,6 +114,12 @@ class DeltaStore:
         if self.backend == "spark":
             return latest_of([r.asDict() for r in self.read(name).collect()])
         return latest_succeeded(self.path(name))
+
+    def succeeded_runs(self, name: str = "runs") -> list[dict]:
+        """Every succeeded run's record (a small table: a row per run)."""
+        if self.backend == "spark":
+            return [r.asDict() for r in self.read(name).where("status = 'succeeded'").collect()]
+        return succeeded_runs(self.path(name))
 
     def read(self, name: str) -> DataFrame:
         if self.backend == "spark":

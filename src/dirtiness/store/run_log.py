@@ -42,6 +42,9 @@ RUNS = pa.schema([
     ("plan_rules", pa.string()), ("plan_rounds", pa.int32()),
     ("statements_parsed", pa.int64()), ("statements_reused", pa.int64()),  # null: below sql.reuse_from_objects
     ("statements_rendered", pa.int64()), ("renders_reused", pa.int64()),  # the plan's; null likewise
+    ("version", pa.string()),         # of dirtiness: a run starts only from a run of the same version
+    ("started_from", pa.string()),    # the run whose units this one's were compared with (store.base_run)
+    ("units_changed", pa.int64()),    # units added, deleted or edited since (changeset.units); null: no such run
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),

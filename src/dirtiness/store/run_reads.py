@@ -55,6 +55,13 @@ def latest_succeeded(runs_path: str) -> dict | None:
     return latest_of(_succeeded_rows(table, SUCCEEDED))
 
 
+def succeeded_runs(runs_path: str) -> list[dict]:
+    """Every succeeded run's ``runs`` row."""
+    from deltalake import DeltaTable
+
+    return _succeeded_rows(DeltaTable(runs_path), SUCCEEDED)
+
+
 def latest_of(rows: list[dict]) -> dict | None:
     """The latest succeeded run among ``runs`` rows."""
     done = [r for r in rows if r["status"] == "succeeded"]

@@ -1,0 +1,76 @@
+"""Units (``changeset.units``): a digest of each object of each side, what changed since the run a run starts
+from, and which run that is (``store.base_run``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dirtiness.changeset.units import changed_units_line, counts_of, unit_changes, unit_contents
+from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
+from dirtiness.store.base_run import BaseRun, base_run
+
+WANTED = {"rules_fingerprint": "r1", "config_fingerprint": "c1", "version": "1.0"}
+
+
+def _run(run_id: str, hour: int, **differs) -> dict:
+    return {"run_id": run_id, "status": "succeeded", "finished_at": dt.datetime(2026, 11, 29, hour), **WANTED,
+            **differs}
+
+
+def test_the_run_to_start_from_is_the_latest_succeeded_one_computed_alike():
+    read = []
+
+    def succeeded(rows):
+        return lambda: read.append(1) or rows
+
+    latest = _run("c", 3)
+    assert base_run(latest, succeeded([]), WANTED) == BaseRun("c") and not read  # the others never read
+    older = [_run("a", 1), _run("b", 2), _run("x", 4, status="failed"), latest := _run("c", 3, version="2.0")]
+    assert base_run(latest, succeeded(older), WANTED) == BaseRun("b")
+    assert base_run(None, succeeded(older), WANTED) == BaseRun(why="no succeeded run")
+    other = [_run("a", 1, rules_fingerprint="r0"), latest := _run("c", 3, rules_fingerprint="r0", version="2.0")]
+    assert base_run(latest, succeeded(other), WANTED).why == (
+        "no succeeded run with these rules, configuration and version of dirtiness: the latest, c, was computed "
+        "with another rule program and another version of dirtiness")
+
+
+def test_changes_are_counted_and_said_per_side():
+    counts = counts_of([{"side": "new", "change": "edited", "units": 2}, {"side": "old", "change": "added", "units": 1}])
+    assert counts == {"old": {"added": 1, "deleted": 0, "edited": 0}, "new": {"added": 0, "deleted": 0, "edited": 2}}
+    assert changed_units_line(counts) == "3 units changed (old: 1 added; new: 2 edited)"
+    assert changed_units_line(counts_of([])) == "no unit changed"
+
+
+def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(spark):
+    """One job for every case: a unit's digest ignores the order of its dependencies and indexes, and changes
+    with its kind, statement, cluster, replacement flag, a dependency or an index."""
+    base = {"kind": "view", "hash": "h", "cluster": None, "replacement": False, "sql": "SELECT 1", "tool_id": None}
+    deps = [("b", "s", "x"), ("b", "s", "y")]
+    indexes = [("i1", "c1", None), ("i2", "c2", "a")]
+    cases = {  # name -> (object fields, dependencies, indexes)
+        "same": (base, deps, indexes), "reordered": (base, deps[::-1], indexes[::-1]),
+        "kind": ({**base, "kind": "materialized-view"}, deps, indexes), "hash": ({**base, "hash": "h2"}, deps, indexes),
+        "sql": ({**base, "sql": "SELECT 2"}, deps, indexes), "cluster": ({**base, "cluster": "c"}, deps, indexes),
+        "replacement": ({**base, "replacement": True}, deps, indexes), "dependency": (base, deps[:1], indexes),
+        "index": (base, deps, [("i1", "c9", None), indexes[1]]), "no index": (base, deps, []),
+    }
+    objects = spark.createDataFrame([("d", "s", name, *(o[f] for f in OBJECTS.names[3:]))
+                                     for name, (o, _, _) in cases.items()], OBJECTS)
+    dependencies = spark.createDataFrame([("d", "s", name, *d) for name, (_, ds, _) in cases.items() for d in ds],
+                                         DEPENDENCIES)
+    index_rows = spark.createDataFrame([("d", "s", name, *i) for name, (_, _, ix) in cases.items() for i in ix],
+                                       INDEXES)
+    units = unit_contents("new", objects, dependencies, index_rows)
+    earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(  # one deleted, one edited, one added
+        "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
+        "CASE name WHEN 'cluster' THEN 'x' ELSE content END AS content")
+    rows = units.selectExpr("'unit' AS what", "name", "content", "NULL AS change", "NULL AS units").unionByName(
+        unit_changes(units, earlier).selectExpr("'change' AS what", "side AS name", "NULL AS content", "change",
+                                                "units")).collect()
+    content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
+    assert content["same"] == content["reordered"]
+    assert len({content[name] for name in cases if name != "reordered"}) == len(cases) - 1
+    assert all(len(c) == 64 for c in content.values())
+    changes = {(r["name"], r["change"]): r["units"] for r in rows if r["what"] == "change"}
+    # added since: kind, hash, sql (the earlier run named it 'added'); deleted: 'added'; edited: cluster
+    assert changes == {("new", "added"): 3, ("new", "deleted"): 1, ("new", "edited"): 1}
