@@ -184,28 +184,29 @@ def test_a_declaration_is_checked_exactly_naming_its_line(text, message):
 
 
 def test_the_planned_relations_are_what_the_planner_reads():
-    """``model.PLANNED`` lists every relation each strategy's planner and decisions table read (read off
-    their source, so a new read cannot go unchecked at load time)."""
-    from dirtiness.config import PROJECT_ROOT
-    from dirtiness.model import PLANNED
-    from dirtiness.plan import blue_green, decision_table, in_place
+    """A strategy's ``planned`` lists every relation its planner and decisions table read (read off the
+    planner's source, so a new read cannot go unchecked at load time)."""
+    import inspect
 
-    plan = PROJECT_ROOT / "src" / "dirtiness" / "plan"
-    for strategy, module in (("blue-green", blue_green), ("in-place", in_place)):
-        source = (plan / f"{module.__name__.rsplit('.', 1)[1]}.py").read_text()
+    from dirtiness.plan.strategies import PLANNERS
+
+    for strategy in PLANNERS.values():
+        source = inspect.getsource(inspect.getmodule(strategy.operations))
         read = set(re.findall(r'decided\("(\w+)"', source))
-        read |= {r for relations, _ in module.GROUPS.values() for r in relations}
-        read |= {entry[0] for table in (decision_table._OBJECTS, decision_table._SCHEMAS, decision_table._CLUSTERS)
-                 for entry in table[strategy]}
-        assert read == set(PLANNED[strategy]), strategy
+        read |= {r for relations, _ in strategy.groups.values() for r in relations}
+        read |= {entry[0] for table in (strategy.objects, strategy.schemas, strategy.clusters) for entry in table}
+        assert read == set(strategy.planned), strategy.name
 
 
 def test_every_strategy_is_one_the_command_offers_and_plans_with_its_own_planner_or_not_at_all():
-    from dirtiness.model import NO_PLAN, PLANNED, STRATEGIES
-    from dirtiness.plan.planner import PLANNERS
+    from dirtiness.config import load_config
+    from dirtiness.model import NO_PLAN, STRATEGIES
+    from dirtiness.plan.strategies import PLANNERS
 
     assert set(STRATEGIES) == {*PLANNERS, NO_PLAN}
-    assert set(PLANNED) == set(PLANNERS)
+    assert all(name == strategy.name for name, strategy in PLANNERS.items())
+    bundled = load_config()["plan"]["rules"]  # what the configuration names is the strategy's bundled program
+    assert {name: str(path) for name, path in bundled.items()} == {n: s.rules for n, s in PLANNERS.items()}
 
 
 def test_a_plan_program_without_a_relation_the_planner_reads_is_exit_2(tmp_path, capsys, monkeypatch):

@@ -97,16 +97,6 @@ PLAN_RELATIONS = (
     BaseRelation("SinkKind", None, (_KIND,)),
 )
 PLAN_BY_NAME = {r.name: r for r in PLAN_RELATIONS}
-# What each strategy's planner and its decisions table read of its rules (plan/blue_green.py, plan/in_place.py,
-# plan/decision_table.py): a program given for the strategy (plan.rules) must derive every one.
-PLANNED = {
-    "blue-green": ("Redeployed", "Staged", "ReplacedInPlace", "CreatedInProduction", "Swapped", "Removed", "Gone",
-                   "DroppedInCleanup", "SinkRedeployed", "SinkRecreated", "SinkRepointed", "SinkDropped",
-                   "StagingSchema", "CreatedSchema", "EmptiedSchema", "SwappedCluster", "CreatedCluster"),
-    "in-place": ("Dropped", "Created", "CreatedSchema", "EmptiedSchema", "CreatedCluster"),
-}
-
-
 def base_domains() -> dict[str, tuple[str, ...]]:
     return {r.name: r.domains for r in BASE_RELATIONS}
 

@@ -85,6 +85,7 @@ from .plan.rendered_before import RENDERED_ROWS, RENDERED_STATEMENTS
 from .plan.rendered_before import earlier_rows as earlier_rendered
 from .plan.statements import render, render_reusing
 from .plan.steps import layered
+from .plan.strategies import PLANNERS
 from .session import session_settings
 from .settings import RunSettings
 from .store.base_run import BaseRun, base_run
@@ -488,7 +489,7 @@ class _Run:
                  "reads_reversed": reads.select(F.col("c1").alias("c0"), F.col("c0").alias("c1"))}
         groups = {group: (concat([decided.tuples[r] for r in relations], decided.tuples[relations[0]].schema,
                                  self.spark).frame, edges[order])
-                  for group, (relations, order) in planner.PLANNERS[self.settings.strategy].groups.items()}
+                  for group, (relations, order) in PLANNERS[self.settings.strategy].groups.items()}
         return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
 
 
@@ -566,13 +567,13 @@ def _units_before(store: "DeltaStore", settings: RunSettings) -> tuple[BaseRun, 
     if not store.exists(UNITS):
         return BaseRun(why=f"run {base.run_id} left no {UNITS}"), None
     try:
-        table = store.read(UNITS)
-        missing = sorted({*UNIT_ROWS.names, "run_id"} - set(table.columns))
+        table = store.read_run(UNITS, base.run_id)
+        missing = sorted(set(UNIT_ROWS.names) - set(table.columns))
         if missing:
             raise ValueError(f"no column {', '.join(missing)}")
     except Exception as error:  # noqa: BLE001
-        return BaseRun(why=f"{UNITS} could not be read ({first_line(error)})"), None
-    return base, table.where(F.col("run_id") == base.run_id).select(*UNIT_ROWS.names)
+        return BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})"), None
+    return base, table.select(*UNIT_ROWS.names)
 
 
 def _kept_before(store: "DeltaStore", settings: RunSettings, name: str, columns: list[str], rows_of,

@@ -197,7 +197,7 @@ def _statements_line(statements: dict) -> str:
 def _units_line(units: dict) -> str:
     """What changed in the units since the run this one started from, or why there was none."""
     if units["started_from"] is None:
-        return f"  units: {counted(units['total'] or 0, 'unit')}, compared with no earlier run ({units['why']})"
+        return f"  units: {counted(units['total'] or 0, 'unit')}, not compared ({units['why']})"
     return f"  units: {changed_units_line(units['changes'])} since run {units['started_from']}"
 
 

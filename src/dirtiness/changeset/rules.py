@@ -6,7 +6,8 @@ from ..config import rule_program
 from ..datalog.check import CheckedProgram, check_program
 from ..datalog.syntax import ProgramError, parse_program
 from ..errors import InputError
-from ..model import PLANNED, base_domains, plan_domains
+from ..model import base_domains, plan_domains
+from ..plan.strategies import PLANNERS
 
 
 def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
@@ -22,10 +23,10 @@ def load_rules(path: str, outputs: dict[str, str]) -> CheckedProgram:
 
 def load_plan_rules(path: str, strategy: str) -> CheckedProgram:
     """A strategy's rules: over the dirty sets and the plan's facts (``model.PLAN_RELATIONS``), deriving every
-    relation the strategy's planner reads (``model.PLANNED``)."""
+    relation the strategy's planner reads (``plan.strategies``: its ``planned``)."""
     path = rule_program(path)
     checked = check_program(parse_program(_read(path), path), plan_domains())
-    missing = [r for r in PLANNED[strategy] if r not in checked.outputs]
+    missing = [r for r in PLANNERS[strategy].planned if r not in checked.outputs]
     if missing:
         raise ProgramError(path, 0, f"the {strategy} planner reads {', '.join(missing)}, which no rule of this "
                                     f"program derives")

@@ -3,9 +3,10 @@
 The plan's rules derive many tuples about an object (``Redeployed``,
 ``Removed``, ``Staged``, ...); most are steps on the way. A few are
 *terminal*: they say what finally happens to the object. Each terminal
-relation maps to one decision (``_OBJECTS``, ``_SCHEMAS``, ``_CLUSTERS``); a subject no terminal relation
-names is ``kept``. Two different decisions for one object is a contradiction
-in the rules, and fails the run.
+relation maps to one decision (each strategy's ``objects``, ``schemas`` and
+``clusters`` in ``plan.strategies``); a subject no terminal relation names is
+``kept``. Two different decisions for one object is a contradiction in the
+rules, and fails the run.
 
 Every row also lists the ``ddl_plan`` steps (``seq``) that carry its decision
 out: an object's own rows; an index's row goes to its object when that is not
@@ -23,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..model import APPLY_MANAGED, KEY
+from .strategies import PLANNERS
 
 KEPT = "kept"
 DECISION_COLUMNS = T.StructType([
@@ -36,35 +38,6 @@ DECISION_COLUMNS = T.StructType([
     T.StructField("reason", T.StringType()),     # why: the plan row's reason, or why a changed object is kept
     T.StructField("steps", T.StringType()),      # the ddl_plan seq numbers that carry it out: "5,9,15" (kept: null)
 ])
-
-# relation -> decision, by strategy: (relation, decision for a deployed object, for one the database lacks,
-# whether it decides only for objects the new project no longer has)
-_OBJECTS = {
-    "blue-green": (
-        ("Staged", "redeployed by staging", "created by staging", False),
-        ("ReplacedInPlace", "replaced in place", "replaced in place", False),
-        ("CreatedInProduction", "created", "created", False),
-        ("SinkRecreated", "created again", "created", False),
-        ("SinkRepointed", "repointed", "repointed", False),
-        ("SinkDropped", "dropped", "dropped", True),
-        ("Gone", "dropped", "dropped", False),
-        ("Removed", "dropped", "dropped", True),
-    ),
-    "in-place": (
-        ("Created", "dropped and created again", "created", False),
-        ("Dropped", "dropped", "dropped", True),
-    ),
-}
-# the first that holds decides (a schema or cluster may be in several: a swapped schema is also staged)
-_SCHEMAS = {
-    "blue-green": (("Swapped", "swapped"), ("EmptiedSchema", "dropped"), ("CreatedSchema", "created"),
-                   ("StagingSchema", "staged for replacements")),
-    "in-place": (("EmptiedSchema", "dropped"), ("CreatedSchema", "created")),
-}
-_CLUSTERS = {
-    "blue-green": (("SwappedCluster", "swapped"), ("CreatedCluster", "created")),
-    "in-place": (("CreatedCluster", "created"),),
-}
 
 INVARIANTS = ("every object has one decision", "every plan row carries out a decision",
               "every decision but kept has a plan row")
@@ -136,9 +109,10 @@ def _decided(strategy: str, decisions: DataFrame, subjects: DataFrame) -> DataFr
     """Each subject's decision: an object's from all its terminal relations (several joined by ``|``, a
     contradiction the invariants report), a schema's or cluster's from the first that holds; none: kept."""
     null = F.lit(None).cast("string")
-    terminal = ([("object", r, a, b, only) for r, a, b, only in _OBJECTS[strategy]]
-                + [("schema", r, d, d, False) for r, d in _SCHEMAS[strategy]]
-                + [("cluster", r, d, d, False) for r, d in _CLUSTERS[strategy]])
+    planner = PLANNERS[strategy]
+    terminal = ([("object", r, a, b, only) for r, a, b, only in planner.objects]
+                + [("schema", r, d, d, False) for r, d in planner.schemas]
+                + [("cluster", r, d, d, False) for r, d in planner.clusters])
     subject, rank = null, F.lit(None).cast("int")
     for at, (kind, relation, *_) in enumerate(terminal):
         subject = F.when(F.col("relation") == relation, kind).otherwise(subject)
@@ -170,9 +144,10 @@ def _kept_reasons(decided: DataFrame, dirty: DataFrame, changed: DataFrame, stra
                   apply_managed_left: bool) -> DataFrame:
     """Why a changed or dirty object is kept all the same (the plan rows give the reason of the others)."""
     reason = F.lit(None).cast("string")
-    if strategy == "blue-green":
-        reason = F.when(F.col("dirty"), F.concat(
-            F.lit("dirty; blue-green does not redeploy a "), F.col("kind"), F.lit(" outside the swapped schemas")))
+    dirty_kept = PLANNERS[strategy].dirty_kept
+    if dirty_kept:
+        before, after = dirty_kept.split("{kind}")
+        reason = F.when(F.col("dirty"), F.concat(F.lit(before), F.col("kind"), F.lit(after)))
     if apply_managed_left:
         reason = F.when(F.col("change").isNotNull() & F.col("kind").isin(*APPLY_MANAGED), F.concat(
             F.col("change"), F.lit("; created, changed and dropped by mz-deploy's apply, never by a deploy"))

@@ -9,13 +9,12 @@ decide otherwise). Such a run is refused (exit 3) in a second, not after its Spa
 
 from __future__ import annotations
 
-from ..config import CONF
 from ..datalog.check import CheckedProgram
 from ..errors import PolicyError
 from ..inputs.snapshot import Document
 from .operations import STATEFUL
+from .strategies import PLANNERS
 
-BUNDLED_PLANS = {"blue-green": CONF / "rules" / "plan_blue_green.dl", "in-place": CONF / "rules" / "plan_in_place.dl"}
 SHOWN = 5
 
 
@@ -37,7 +36,7 @@ def refuse_deleted_stateful(old: Document, new: Document, checked: CheckedProgra
 def _drops_deletions(checked: CheckedProgram, plan_checked: CheckedProgram | None, strategy: str) -> bool:
     """Whether every deleted object is dropped: a bundled strategy's rules, and dirty rules that make every
     changed statement dirty."""
-    if plan_checked is None or str(BUNDLED_PLANS.get(strategy)) != plan_checked.path:
+    if plan_checked is None or strategy not in PLANNERS or PLANNERS[strategy].rules != plan_checked.path:
         return False
     return any(rule.head.relation == "DirtyStmt" and len(rule.body) == 1 and not rule.body[0].negated
                and rule.body[0].relation == "ChangedStmt" and rule.body[0].args == rule.head.args

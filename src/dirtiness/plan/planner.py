@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..errors import InputError
-from . import blue_green, in_place
 from .operations import PLAN_COLUMNS, Planning
 from .statements import RENDER
+from .strategies import PLANNERS
 
-
-@dataclass(frozen=True)
-class Planner:
-    """A strategy's planner: its operations from the decided tuples, and the groups of objects its phases
-    order by dependency (phase -> the plan relations it orders, and the edges it orders them by)."""
-
-    operations: Callable[[Planning], tuple[DataFrame, DataFrame]]
-    groups: dict[str, tuple[tuple[str, ...], str]]
-
-
-# Every strategy that plans DDL (``model.STRATEGIES`` names them all, ``model.PLANNED`` says what each planner
-# reads of its rules; strategy none plans nothing).
-PLANNERS = {"blue-green": Planner(blue_green.blue_green_plan, blue_green.GROUPS),
-            "in-place": Planner(in_place.in_place_plan, in_place.GROUPS)}
 TYPE_ORDER = ("schema", "cluster", "object", "index")
 
 

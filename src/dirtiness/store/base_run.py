@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .run_reads import latest_of
+
 # what must match, and how a run that differs is named in the reason
 MATCHED = {"rules_fingerprint": "rule program", "config_fingerprint": "configuration",
            "version": "version of dirtiness"}
@@ -33,9 +35,9 @@ def base_run(latest: dict | None, succeeded: Callable[[], list[dict]], wanted: d
         return BaseRun(why="no succeeded run")
     if _matches(latest, wanted):
         return BaseRun(latest["run_id"])
-    matching = [r for r in succeeded() if r.get("status") == "succeeded" and _matches(r, wanted)]
+    matching = latest_of([r for r in succeeded() if _matches(r, wanted)])
     if matching:
-        return BaseRun(max(matching, key=lambda r: (r["finished_at"], r["run_id"]))["run_id"])
+        return BaseRun(matching["run_id"])
     differs = [name for key, name in MATCHED.items() if latest.get(key) != wanted[key]]
     return BaseRun(why=f"no succeeded run with these rules, configuration and version of dirtiness: the latest, "
                        f"{latest['run_id']}, was computed with another {' and another '.join(differs)}")

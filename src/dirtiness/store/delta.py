@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, arrow_table
-from .run_reads import RUN_ID, is_table, latest_of, latest_succeeded, succeeded_runs
+from .run_reads import RUN_ID, is_table, latest_of, latest_succeeded, run_dataset, succeeded_runs
 
 _STAT_STRING_LIMIT = 64  # longer strings get no min/max (a truncated max would lie)
 
@@ -126,16 +126,27 @@ class DeltaStore:
             return self.spark.read.format("delta").load(self.path(name))
         return _read(self.spark, self.path(name))
 
+    def read_run(self, name: str, run_id: str) -> DataFrame:
+        """Run ``run_id``'s rows of table ``name``: with delta-rs, from the files the Delta log's statistics say
+        may hold them (not every run's files); with Spark's Delta, by its own data skipping."""
+        if self.backend == "spark":
+            return self.read(name).where(F.col(RUN_ID) == run_id)
+        return _read(self.spark, self.path(name), run_id).where(F.col(RUN_ID) == run_id)
+
 
 # --- deltalake backend -------------------------------------------------------
 
 
-def _read(spark: SparkSession, path: str) -> DataFrame:
+def _read(spark: SparkSession, path: str, run_id: str | None = None) -> DataFrame:
+    """The table's active files (only those that may hold ``run_id``'s rows, if given) as a Spark frame."""
     from deltalake import DeltaTable
 
     table = DeltaTable(path)
     schema = spark_schema_of(table.schema().to_arrow())
-    uris = table.file_uris()
+    if run_id is None:
+        uris = table.file_uris()
+    else:  # the dataset's files are relative to the table's root
+        uris = [f"{path.rstrip('/')}/{f}" for f in run_dataset(path, run_id).files]
     if not uris:
         return spark.createDataFrame([], schema)
     # Only the files the log says are active: reading the folder would also
