@@ -215,7 +215,7 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
     nexts, fulls = [f for f in figures if not f["full"]], [f for f in figures if f["full"]]
     ratio = statistics.median(f["seconds"] for f in nexts) / statistics.median(f["seconds"] for f in fulls)
     budget = 0.20 if args.objects >= 1_000_000 else 0.25
-    kept = sum(_bytes(os.path.join(out, t)) for t in ("sql_analysis", "rendered_statements"))
+    kept = sum(_bytes(os.path.join(out, t)) for t in ("units", "sql_analysis", "rendered_statements"))
     facts = _bytes(os.path.join(out, "facts"))
     figures_ = {
         "changes": args.next_run, "next_s": statistics.median(f["seconds"] for f in nexts),

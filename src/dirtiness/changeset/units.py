@@ -7,9 +7,11 @@ key names, the dependencies it declares or its SQL reads (as resolved), and
 its indexes. Every base fact of both rule programs is owned by one unit or a
 few (a dependency by the object that has it, ``ChangedStmt`` by the old and
 the new unit of one key), so a unit whose digest did not change supports the
-same facts as before. The digest (SHA-256 of the unit's canonical JSON) lets
-a later run find what changed by comparing one column per unit, never field
-by field: the first thing a run that starts from an earlier one needs.
+same facts as before. The digest (the first 128 bits of the SHA-256 of the
+unit's canonical JSON, as 16 bytes: the units of a run take about the room of
+its facts) lets a later run find what changed by comparing one column per
+unit, never field by field: the first thing a run that starts from an
+earlier one needs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..model import KEY, UNITS
 from ..wording import counted
 
 UNIT_ROWS = T.StructType([T.StructField("side", T.StringType()), *(T.StructField(c, T.StringType()) for c in KEY),
-                          T.StructField("content", T.StringType())])
+                          T.StructField("content", T.BinaryType())])
 CHANGES = ("added", "deleted", "edited")  # a unit this run has and the earlier one lacks, the reverse, or both
 
 
@@ -35,8 +37,9 @@ def unit_contents(side: str, objects: DataFrame, dependencies: DataFrame, indexe
     content = F.to_json(F.struct("kind", "hash", "cluster", "replacement", "sql",
                                  F.coalesce("deps", F.array()).alias("deps"),
                                  F.coalesce("indexes", F.array()).alias("indexes")))
+    digest = F.unhex(F.substring(F.sha2(content, 256), 1, 32))  # 128 bits
     return (objects.join(deps, list(KEY), "left").join(idx, list(KEY), "left")
-            .select(F.lit(side).alias("side"), *KEY, F.sha2(content, 256).alias("content")))
+            .select(F.lit(side).alias("side"), *KEY, digest.alias("content")))
 
 
 def unit_changes(units: DataFrame, earlier: DataFrame) -> DataFrame:

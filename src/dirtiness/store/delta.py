@@ -369,7 +369,7 @@ def _stat_ok(values: list) -> bool:
 _TO_ARROW = {
     T.StringType: pa.string(), T.LongType: pa.int64(), T.IntegerType: pa.int32(),
     T.BooleanType: pa.bool_(), T.DoubleType: pa.float64(), T.ShortType: pa.int16(),
-    T.TimestampType: pa.timestamp("us", tz="UTC"), T.DateType: pa.date32(),
+    T.TimestampType: pa.timestamp("us", tz="UTC"), T.DateType: pa.date32(), T.BinaryType: pa.binary(),
 }
 
 
@@ -388,6 +388,7 @@ _FROM_ARROW = (
     (pa.types.is_int64, T.LongType), (pa.types.is_int32, T.IntegerType), (pa.types.is_int16, T.ShortType),
     (pa.types.is_boolean, T.BooleanType), (pa.types.is_floating, T.DoubleType),
     (pa.types.is_timestamp, T.TimestampType), (pa.types.is_date, T.DateType),
+    (lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t), T.BinaryType),
 )
 
 
