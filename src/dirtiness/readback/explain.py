@@ -349,7 +349,7 @@ def _since(tables: RunTables, key: dict) -> dict | None:
     if not started_from or not tables.has(UNITS):
         return None
 
-    def digests(run: RunTables) -> dict[str, str]:
+    def digests(run: RunTables) -> dict[str, bytes]:
         return {r["side"]: r["content"] for r in run.rows(UNITS, **key)}
 
     now, then = digests(tables), digests(RunTables(tables.out, {"run_id": started_from}))
