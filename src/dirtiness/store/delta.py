@@ -84,11 +84,13 @@ class DeltaStore:
                 df = df.select(F.lit(run_id).alias(RUN_ID), *df.columns)
             df = df.localCheckpoint()
             literal = run_id.replace("'", "''")
+            # a newer version's rows may add columns at the end, as the delta-rs backend allows (Sail refuses
+            # any change of schema, mergeSchema or not)
+            writer = df.write.format("delta").option("mergeSchema", "true")
             if self.exists(name):
-                (df.write.format("delta").mode("overwrite")
-                 .option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name)))
+                writer.mode("overwrite").option("replaceWhere", f"{RUN_ID} = '{literal}'").save(self.path(name))
             else:  # the first rows create the table (Sail refuses a replaceWhere with nothing to replace in)
-                df.write.format("delta").mode("append").save(self.path(name))
+                writer.mode("append").save(self.path(name))
             return df.count()
         table = _arrow(rows)
         if table is not None:
@@ -101,7 +103,7 @@ class DeltaStore:
     def append(self, name: str, rows: "DataFrame | pa.Table") -> int:
         if self.backend == "spark":
             df = _frame(self.spark, rows).localCheckpoint()
-            df.write.format("delta").mode("append").save(self.path(name))
+            df.write.format("delta").option("mergeSchema", "true").mode("append").save(self.path(name))
             return df.count()
         table = _arrow(rows)
         if table is not None:
