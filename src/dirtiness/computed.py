@@ -40,7 +40,7 @@ class Earlier:
     read_analysis: Callable[[], DataFrame | None] = lambda: None  # statements succeeded runs analysed
     read_rendered: Callable[[], DataFrame | None] = lambda: None  # plan statements succeeded runs rendered
     # the run this one starts from and its units (``changeset.units``), or why there is none
-    read_units: Callable[[], tuple[BaseRun, DataFrame | None]] = lambda: (BaseRun(why="--full"), None)
+    read_units: Callable[[], tuple[BaseRun, DataFrame | None]] = lambda: (BaseRun(why="no earlier run given"), None)
 
     def analysis(self) -> DataFrame | None:
         """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""

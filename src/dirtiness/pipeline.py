@@ -540,7 +540,7 @@ def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
     """What earlier runs under ``--out`` left that this run may start from (nothing under ``--full``), read
     when the run asks for it."""
     if settings.full:
-        return Earlier()
+        return Earlier(read_units=lambda: (BaseRun(why="--full"), None))
     return Earlier(read_units=lambda: _units_before(store, settings),
                    read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
                                                       "every statement is parsed"),
