@@ -1,11 +1,11 @@
 """Run by the Airflow environment's Python, one process per call (Airflow takes seconds to import):
 
-    python airflow_dag_run.py DAG_FILE LOGICAL_DATE RUN_AFTER RESULT.json
-        the metadata database migrated (as `airflow db migrate` does), then one DAG run, as `airflow dags
-        test` makes it, with the run's time pinned, so that running it again reuses the DAG run's id;
-        writes its run id, state, task states and XComs, and then every run of the DAG
-    python airflow_dag_run.py RESULT.json
-        only every run of the DAG: its run id, state and task states (what `airflow dags list-runs`
+    python airflow_dag_run.py DAG_FILE LOGICAL_DATE RESULT.json RUN_AFTER [RUN_AFTER ...]
+        the metadata database migrated (as `airflow db migrate` does), then one DAG run per RUN_AFTER,
+        one after the other, each as `airflow dags test DAG LOGICAL_DATE` makes it (which replaces the
+        date's earlier run) with the run's time pinned: the same RUN_AFTER again reuses the DAG run's id,
+        another one gives a new id, as `airflow dags test` run later does. Writes, per DAG run, its run
+        id, state, task states and XComs, and then every run of the DAG (what `airflow dags list-runs`
         and `airflow tasks states-for-dag-run` print)
 """
 
@@ -43,11 +43,7 @@ def one_run(dag_file: str, logical_date: str, run_after: str) -> dict:
 
 
 if __name__ == "__main__":
-    *asked, result = sys.argv[1:]
-    if asked:
-        found = one_run(*asked)
-    else:
-        with create_session() as session:
-            found = {"runs": every_run(session)}
+    dag_file, logical_date, result, *runs_after = sys.argv[1:]
+    found = [one_run(dag_file, logical_date, run_after) for run_after in runs_after]
     with open(result, "w") as handle:
         json.dump(found, handle, default=str)

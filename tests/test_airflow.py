@@ -2,11 +2,11 @@
 `.venv-airflow`), a SQLite metadata database, spark-submit to a local master.
 
 One DAG run computes and hands its plan on; the same DAG run again (same run id) leaves one
-succeeded DAG run and one succeeded job run; `airflow dags test` with a new run id finds nothing
-new and skips the task that reads the plan. Only the first spark-submits: the check before it
-finds the other two unchanged without a JVM. The DAG's runs and their task states are read from
-Airflow's database by tests/airflow_dag_run.py, in the process that made the run where there is one:
-each Airflow process takes seconds to start.
+succeeded DAG run and one succeeded job run; a DAG run for the same date with a new run id (what
+`airflow dags test` makes) finds nothing new and skips the task that reads the plan. Only the first
+spark-submits: the check before it finds the other two unchanged without a JVM. The DAG runs are made,
+and their task states read from Airflow's database, by tests/airflow_dag_run.py: the last two in one
+process, as each Airflow process takes seconds to start.
 """
 
 import json
@@ -22,7 +22,7 @@ from dirtiness.config import PROJECT_ROOT
 AIRFLOW_BIN = PROJECT_ROOT / ".venv-airflow" / "bin"
 DAG_FILE = PROJECT_ROOT / "examples" / "airflow" / "dirtiness_dag.py"
 RUNNER = PROJECT_ROOT / "tests" / "airflow_dag_run.py"
-LOGICAL_DATE, RUN_AFTER = "2026-11-23T08:00:00+00:00", "2026-11-23T08:05:00+00:00"
+LOGICAL_DATE, RUN_AFTER, LATER = "2026-11-23T08:00:00+00:00", "2026-11-23T08:05:00+00:00", "2026-11-23T09:10:00+00:00"
 RUN_ID = f"manual__{RUN_AFTER}"
 
 
@@ -54,23 +54,17 @@ def airflow(tmp_path_factory):
     return run
 
 
-def dag_run(airflow, name: str) -> dict:
-    """One DAG run (its id, state, task states, XComs), then every run of the DAG (``runs``)."""
+def dag_runs(airflow, name: str, *runs_after: str) -> list[dict]:
+    """DAG runs of the date, one per ``runs_after``, in one Airflow process: each one's id, state, task states,
+    XComs, then every run of the DAG (``runs``)."""
     result = airflow.home / f"{name}.json"
-    output = airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, RUN_AFTER, str(result))
-    return {**json.loads(result.read_text()), "output": output[-4000:]}  # the tasks' logs, for a failure's message
-
-
-def dag_runs(airflow) -> list[dict]:
-    """Every run of the DAG: run id, state, task states."""
-    result = airflow.home / "runs.json"
-    airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(result))
-    return json.loads(result.read_text())["runs"]
+    output = airflow(str(AIRFLOW_BIN / "python"), str(RUNNER), str(DAG_FILE), LOGICAL_DATE, str(result), *runs_after)
+    return [{**r, "output": output[-4000:]} for r in json.loads(result.read_text())]  # the tasks' logs
 
 
 @pytest.mark.processes
 def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, expected):
-    first = dag_run(airflow, "first")
+    [first] = dag_runs(airflow, "first", RUN_AFTER)
     assert (first["run_id"], first["state"]) == (RUN_ID, "success"), first["output"]
     assert first["tasks"] == dict.fromkeys(("check", "compute", "summary", "has_plan", "read_plan"), "success"), \
         first["tasks"]
@@ -79,7 +73,10 @@ def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, 
     assert summary["counts"]["ddl_plan"] == plan["operations"] == expected["counts"]["ddl_plan"]
     assert plan["phases"] == summary["plan"] == expected["plan"]
 
-    again = dag_run(airflow, "again")  # the same DAG run once more: the job finds its own run unchanged
+    # the same DAG run once more: the job finds its own run unchanged; then a new DAG run (a new run id, as
+    # `airflow dags test` makes one) for the same date replaces it: nothing changed since the succeeded run,
+    # so the plan's reader is skipped
+    again, latest = dag_runs(airflow, "again", RUN_AFTER, LATER)
     assert (again["run_id"], again["state"]) == (RUN_ID, "success"), again["output"]
     assert (again["xcom"]["summary"]["status"], again["xcom"]["summary"]["same_as"]) == ("skipped", RUN_ID)
     assert again["tasks"]["compute"] == "skipped"  # no spark-submit: `dirtiness changed` wrote the summary
@@ -88,11 +85,8 @@ def test_the_dag_computes_hands_the_plan_on_and_a_rerun_leaves_one_run(airflow, 
     runs = pl.read_delta(str(airflow.home / "out" / "runs")).select("run_id", "status").rows()
     assert runs == [(RUN_ID, "succeeded")]
 
-    # `airflow dags test` itself: a new DAG run (new run id) for the same date replaces the old one;
-    # nothing changed since the succeeded run, so the plan's reader is skipped
-    airflow(str(AIRFLOW_BIN / "airflow"), "dags", "test", "dirtiness", LOGICAL_DATE)
-    [latest] = dag_runs(airflow)
-    assert latest["state"] == "success" and latest["run_id"] != RUN_ID
+    assert latest["state"] == "success" and latest["run_id"] != RUN_ID, latest["output"]
+    assert [r["run_id"] for r in latest["runs"]] == [latest["run_id"]]
     assert latest["tasks"] == {
         "check": "success", "compute": "skipped", "summary": "success", "has_plan": "success", "read_plan": "skipped"}
     skipped = json.loads((airflow.home / "out.summaries" / f"{latest['run_id']}.json").read_text())

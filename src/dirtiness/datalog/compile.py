@@ -122,6 +122,44 @@ def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame 
     )
 
 
+def timed_candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame | None, width: int,
+                     cause_width: int, timed: tuple[int, ...], one_partition: bool = False) -> DataFrame:
+    """The head tuples a recursive rule derives from its stratum's tuples of known rounds (``datalog.incremental``):
+    the sources at the positions ``timed`` (the rule's atoms of its own stratum, the delta among them) carry
+    ``depth``, the round of their stratum that added them. A derivation's ``depth`` is one more than the latest
+    of them, and its cause the lowest of its atoms of that latest round: what a round of ``candidates`` finds
+    in the round the last of them became known."""
+    rule, names = plan.rule, plan.names
+    depth = {i: f"_d{i}" for i in timed}
+    frame = bind(rule.body[plan.delta], sources[plan.delta], names, {"depth": depth[plan.delta]})
+    if static is not None:
+        frame = _join(frame, static, one_partition)
+    for i in plan.late:
+        atom = rule.body[i]
+        if atom.negated:
+            continue
+        keep = {"depth": depth[i]} if i in depth else None
+        frame = _join(frame, bind(atom, sources[i], names, keep), one_partition)
+    frame = _apply_negations(rule, [i for i in plan.late if rule.body[i].negated], frame, sources, names)
+    latest = F.greatest(*(F.col(d) for d in depth.values())) if len(depth) > 1 else F.col(depth[plan.delta])
+    frame = frame.withColumn("_latest", latest)
+
+    def cause_of(i: int) -> Column:
+        atom = rule.body[i]
+        values = [F.col(names[v]) for v in atom.args] + [null_long()] * (cause_width - atom.arity)
+        return F.struct(F.lit(atom.relation).alias("cause_rel"), *(c.alias(f"k{j}") for j, c in enumerate(values)))
+    causes = [F.when(F.col(d) == F.col("_latest"), cause_of(i)) for i, d in depth.items()]
+    frame = frame.withColumn("_cause", F.least(*causes) if len(causes) > 1 else causes[0])
+    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
+    return frame.select(
+        F.lit(rule.head.relation).alias("relation"),
+        *(c.alias(f"c{j}") for j, c in enumerate(head)),
+        (F.col("_latest") + 1).cast("int").alias("depth"),
+        F.lit(plan.index).alias("rule"),
+        "_cause.*",
+    )
+
+
 def _join_positive(rule: Rule, positions: list[int], sources: dict[int, DataFrame], names: dict[str, str],
                    frame: DataFrame | None = None, one_partition: bool = False) -> DataFrame:
     for i in positions:
@@ -155,8 +193,9 @@ def variable_names(rule: Rule) -> dict[str, str]:
     return names
 
 
-def bind(atom: Atom, source: DataFrame, names: dict[str, str]) -> DataFrame:
-    """The atom's tuples with columns named by variable; a repeated variable filters equality."""
+def bind(atom: Atom, source: DataFrame, names: dict[str, str], keep: dict[str, str] | None = None) -> DataFrame:
+    """The atom's tuples with columns named by variable; a repeated variable filters equality. ``keep``: more
+    columns of ``source`` kept, renamed (source column -> name)."""
     first: dict[str, int] = {}
     conditions, columns = [], []
     for position, var in enumerate(atom.args):
@@ -168,7 +207,7 @@ def bind(atom: Atom, source: DataFrame, names: dict[str, str]) -> DataFrame:
         columns.append(F.col(f"c{position}").alias(name))
     for condition in conditions:
         source = source.where(condition)
-    return source.select(*columns)
+    return source.select(*columns, *(F.col(c).alias(n) for c, n in (keep or {}).items()))
 
 
 def all_wildcards(atom: Atom) -> bool:

@@ -168,16 +168,11 @@ class Program:
 
     def evaluate(self, base: dict[str, Batch], static: dict[str, Batch] | None = None,
                  on_round: Callable[[RoundLog], None] | None = None,
-                 on_static: Callable[[int], None] | None = None, seed: Batch | None = None) -> Evaluation:
+                 on_static: Callable[[int], None] | None = None) -> Evaluation:
         """The fixed point over the base relations (a relation not given is empty) and the static parts held
         so far (``static_requests``); the others are held as their stratum starts (one job, then
-        ``on_static(stratum)``).
-
-        ``seed`` (``datalog.incremental``): tuples known before the loop, each with the stratum round that
-        derives it (``depth``) and its provenance, held split by ``seed_key``. Round ``depth`` of its stratum
-        adds it as if its rules had derived it there, so the rounds run, their numbers and every tuple's
-        provenance are those of the unseeded fixed point, while the rules derive only the rest."""
-        return _Evaluation(self, base, static or {}, on_static, seed).run(on_round)
+        ``on_static(stratum)``)."""
+        return Evaluator(self, base, static or {}, on_static).run(on_round)
 
 
 def static_hold(plan: RulePlan, sources: dict[int, Batch], holding: Holding) -> Hold:
@@ -187,29 +182,14 @@ def static_hold(plan: RulePlan, sources: dict[int, Batch], holding: Holding) -> 
     return Hold(static_part(plan, {i: b.frame for i, b in sources.items()}, one_partition), plan.keys)
 
 
-SEED_KEY = "seed_key"
-
-
-def seed_key(relation: str, depth: int) -> str:
-    """What a seed is held split by: its tuples of one relation that one round of its stratum adds."""
-    return f"{relation}@{depth}"
-
-
-def _numbered(part: Batch, round_no: int) -> Batch:
-    """Seeded tuples with the number of the round that adds them."""
-    schema = T.StructType([*part.schema.fields, T.StructField("round", T.IntegerType(), False)])
-    if part.local:
-        return local_batch(part.spark, [(*row, round_no) for row in part.rows], schema)
-    return Batch(part.frame.withColumn("round", F.lit(round_no)), part.count)
-
-
-class _Evaluation:
-    """One evaluation: the relations, the variables, and the rounds run so far."""
+class Evaluator:
+    """One evaluation: the relations, the variables, and the rounds run so far; ``run_stratum`` runs a
+    stratum's rounds (``datalog.incremental`` brings one up to date instead)."""
 
     def __init__(self, program: Program, base: dict[str, Batch], static: dict[str, Batch],
-                 on_static: Callable[[int], None] | None, seed: Batch | None = None) -> None:
+                 on_static: Callable[[int], None] | None) -> None:
         self.program, self.checked, self.holding = program, program.checked, program.holding
-        self.on_static, self.seed = on_static, seed
+        self.on_static = on_static
         self.held = static
         self.spark = next(iter(base.values())).spark
         self.relations: dict[str, Batch] = {}
@@ -264,7 +244,6 @@ class _Evaluation:
         known = Known(self.holding, self.keys)
         inputs = [*self.relations.values(), *static.values(), *(p for v in self.variables.values() for p in v.parts)]
         first, small = True, all(b.small for b in inputs)
-        before = len(self.rounds)  # rounds of lower strata: this stratum's round r is round ``before + r``
         while True:
             started = time.perf_counter()
             found, due = [], False  # due: some rule may fire on what the last round added (a round is run)
@@ -291,48 +270,27 @@ class _Evaluation:
             first = False
             if not due:  # nothing can fire: the stratum is complete without another round
                 break
-            round_no = len(self.rounds) + 1
-            seeded = self.seeded(stratum, round_no - before, round_no)
             if not found:  # every rule due joins an empty relation: the round derives nothing, no job
-                if not seeded:
-                    self.log_round(stratum_no, stratum, {}, started, on_round)
-                    break
-                held, counts = None, {}
-            else:
-                new = self.new_tuples(found, known, round_no, one_partition)
-                held, counts = self.hold_round(new, stratum, small)
-                small = held.local
-                known.add(held)
-            for name, part in seeded.items():
-                counts[name] = counts.get(name, 0) + part.count
-            added = concat([*([held] if held is not None else []), *seeded.values()],
-                           (held or next(iter(seeded.values()))).schema, self.spark)
+                self.log_round(stratum_no, stratum, {}, started, on_round)
+                break
+            new = self.new_tuples(found, known, len(self.rounds) + 1, one_partition)
+            held, counts = self.hold_round(new, stratum, small)
+            small = held.local
+            known.add(held)
             for name in stratum:
                 variable = self.variables[name]
-                variable.advance(self.part_of(added, name, counts.get(name, 0)) if counts.get(name) else None)
-            self.outputs.append(added)
+                variable.advance(self.part_of(held, name, counts.get(name, 0)) if counts.get(name) else None)
+            self.outputs.append(held)
             self.log_round(stratum_no, stratum, counts, started, on_round)
             if not any(counts.values()):
                 break
         self.batches[stratum_no] = [b.count for b in known.batches]
 
-    def seeded(self, stratum: tuple[str, ...], depth: int, round_no: int) -> dict[str, Batch]:
-        """The seed's tuples of each relation of ``stratum`` that its round ``depth`` adds, numbered
-        ``round_no``, in the columns a round holds (no job: the seed is held split by relation and depth)."""
-        if self.seed is None:
-            return {}
-        columns = [c for c in self.seed.columns if c not in ("depth", SEED_KEY)]
-        found = {}
-        for name in stratum:
-            part = self.seed.part(SEED_KEY, seed_key(name, depth), columns)
-            if part.count:
-                found[name] = _numbered(part, round_no)
-        return found
-
     def log_round(self, stratum_no: int, stratum: tuple[str, ...], counts: dict[str, int], started: float,
-                  on_round: Callable[[RoundLog], None] | None) -> None:
+                  on_round: Callable[[RoundLog], None] | None, seconds: float | None = None) -> None:
+        """The round just run (``started`` then), or one of ``seconds`` (``datalog.incremental``)."""
         entry = RoundLog(len(self.rounds) + 1, stratum_no, {name: counts.get(name, 0) for name in stratum},
-                         time.perf_counter() - started)
+                         time.perf_counter() - started if seconds is None else seconds)
         self.rounds.append(entry)
         if on_round:
             on_round(entry)

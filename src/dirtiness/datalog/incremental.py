@@ -16,31 +16,39 @@ Two rule programs are made from the program, as rule text, and evaluated by
 
 A tuple that is not affected has exactly the derivations it had, from tuples
 that are not affected either: it keeps its stratum round (``depth``) and its
-provenance. So the restricted program is evaluated with the last fixed point's
-unaffected tuples as its *seed* (``Program.evaluate(seed=...)``), each added in
-the round of its stratum that derived it, and derives the affected ones among
-them, round by round: the rounds, their numbers and every tuple's provenance
-(rule, cause, round) are those of a full evaluation over the new relations.
-This is DRed's delete-and-rederive with the deletion made wholesale: what is
-affected is derived again rather than deleted and checked for alternatives.
-Negation needs nothing more: a changed tuple of a negated relation affects
-the heads its absence supported or blocked, and strata still run in order.
+provenance. Those are the *seed*; the restricted program derives the affected
+tuples among the new ones from it (``_Update``), a stratum at a time, in the
+order of their rounds: a tuple first derivable in round ``d`` of its stratum
+is derived by a rule whose atoms of that stratum were all known by round
+``d - 1``, one of them then. So each step takes the affected tuples of the
+lowest round still pending, joins them with what is known, and the round of
+each head it finds is one more than the latest of its atoms (the cause: the
+lowest of those latest). One Spark job a round that adds an affected tuple,
+none for the rounds the seed alone fills: the steps follow the change, not
+the depth of the catalog. The rounds, their numbers and every tuple's
+provenance (rule, cause, round) are those of a full evaluation over the new
+relations. This is DRed's delete-and-rederive with the deletion made
+wholesale: what is affected is derived again rather than deleted and checked
+for alternatives. Negation needs nothing more: a changed tuple of a negated
+relation affects the heads its absence supported or blocked, and strata still
+run in order.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import reduce
 from typing import Callable
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .check import CheckedProgram, check_program
-from .compile import PAD, tuple_columns
-from .engine import RELATION, SEED_KEY, Evaluation, Program, RoundLog, seed_key, tuple_schema
-from .holding import Batch, Hold, local_batch
+from .compile import PAD, RulePlan, candidates, timed_candidates, tuple_columns
+from .engine import RELATION, Evaluation, Evaluator, Known, Program, RoundLog, tuple_schema
+from .holding import Batch, Hold, concat, local_batch
 from .syntax import Atom, parse_program
 
 AFFECTED, EITHER, CHANGED, BEFORE = "Affected__", "Either__", "Changed__", "Before__"
@@ -124,18 +132,19 @@ class Maintained:
         affected = self.affected.evaluate({**changed, **either, **before}, on_round=on_affected)
         affected_tuples = {AFFECTED + r: affected.tuples[AFFECTED + r] for r in checked.derived}
         seed = self._seed(last, affected_tuples)
-        return self.restricted.evaluate({**new, **affected_tuples}, on_round=on_round, seed=seed)
+        return _Update(self.restricted, {**new, **affected_tuples}, seed).run(on_round)
 
-    def _seed(self, last: Evaluation, affected: dict[str, Batch]) -> Batch | None:
+    def _seed(self, last: Evaluation, affected: dict[str, Batch]) -> Batch:
         """The last fixed point's tuples that are not affected, each with its round within its stratum
-        (``depth``): rows when all is rows, else one hold, split by relation and depth (``engine.seed_key``)."""
-        if last.derived is None:
-            return None
+        (``depth``) and its provenance: rows when all is rows, else one hold, counted by relation and depth."""
         checked, width = self.checked, self.restricted.width
         stratum_of = {r: k for k, stratum in enumerate(checked.strata) for r in stratum}
         before = {r: sum(1 for e in last.rounds if e.stratum < k) for r, k in stratum_of.items()}
-        schema = T.StructType([*(f for f in last.derived.schema.fields if f.name != "round"),
-                               T.StructField("depth", T.IntegerType()), T.StructField(SEED_KEY, T.StringType())])
+        spark = next(iter(affected.values())).spark
+        schema = T.StructType([*provenance_columns(width, self.restricted.cause_width),
+                               T.StructField("depth", T.IntegerType()), T.StructField(AT, T.StringType())])
+        if last.derived is None:
+            return local_batch(spark, [], schema)
         if last.derived.local and all(t.local for t in affected.values()):
             gone = {(r[len(AFFECTED):], *(row + (PAD,) * width)[:width])
                     for r, t in affected.items() for row in t.rows}
@@ -144,8 +153,8 @@ class Maintained:
             for row in last.derived.rows:
                 if tuple(row[:width + 1]) not in gone:
                     depth = row[at] - before[row[0]]
-                    rows.append((*row[:at], *row[at + 1:], depth, seed_key(row[0], depth)))
-            return local_batch(last.derived.spark, rows, schema)
+                    rows.append((*row[:at], *row[at + 1:], depth, at_key(row[0], depth)))
+            return local_batch(spark, rows, schema)
         keys = [RELATION, *tuple_columns(width)]
         gone = [t.frame.select(F.lit(r[len(AFFECTED):]).alias(RELATION), *tuple_columns(len(t.columns)),
                                *(F.lit(PAD).cast("long").alias(c) for c in tuple_columns(width)[len(t.columns):]))
@@ -157,5 +166,213 @@ class Maintained:
                               F.col(RELATION))
         depth = (F.col("round") - offset).cast("int")
         seeded = derived.select(*(c for c in last.derived.columns if c != "round"), depth.alias("depth"),
-                                F.concat(F.col(RELATION), F.lit("@"), depth.cast("string")).alias(SEED_KEY))
-        return self.restricted.holding.hold(Hold(seeded, split=SEED_KEY), try_local=False)
+                                _at(depth).alias(AT))
+        return self.restricted.holding.hold(Hold(seeded, split=AT), try_local=False)
+
+
+AT = "at"  # a tuple's relation and round within its stratum: ``R@3``; what the seed and each step are counted by
+
+
+def at_key(relation: str, depth: int) -> str:
+    return f"{relation}@{depth}"
+
+
+def _at(depth: Column) -> Column:
+    return F.concat(F.col(RELATION), F.lit("@"), depth.cast("string"))
+
+
+def provenance_columns(width: int, cause_width: int) -> list[T.StructField]:
+    """A round's tuples as ``Evaluation.derived`` holds them, without their round."""
+    return [T.StructField(RELATION, T.StringType()), *tuple_schema(width).fields,
+            T.StructField("rule", T.IntegerType()), T.StructField("cause_rel", T.StringType()),
+            *(T.StructField(f"k{i}", T.LongType()) for i in range(cause_width))]
+
+
+def _counted(batch: Batch) -> dict[tuple[str, int], int]:
+    """Tuples per relation and round within the stratum, of a batch counted by ``AT``."""
+    if batch.local:
+        at = batch.columns.index(AT)
+        counts: dict[str, int] = {}
+        for row in batch.rows:
+            counts[row[at]] = counts.get(row[at], 0) + 1
+    else:
+        counts = batch.counts or {}
+    return {(k.rsplit("@", 1)[0], int(k.rsplit("@", 1)[1])): n for k, n in counts.items()}
+
+
+class _Update(Evaluator):
+    """The restricted program's fixed point from the seed (see the module's docstring): per stratum, the seed's
+    tuples, then the affected ones in the order of their rounds; the rounds logged as a full evaluation's."""
+
+    def __init__(self, program: Program, base: dict[str, Batch], seed: Batch) -> None:
+        super().__init__(program, base, {}, None)
+        self.seed, self.seed_counts = seed, _counted(seed)
+        self.columns = [f.name for f in provenance_columns(program.width, program.cause_width)]
+
+    def run_stratum(self, stratum_no: int, stratum: tuple[str, ...], on_round) -> None:
+        offset = len(self.rounds)  # rounds of lower strata: this stratum's round d is round ``offset + d``
+        plans = [p for p in self.program.plans[stratum_no] if not self.vacuous(p)]
+        seed_counts = {key: n for key, n in self.seed_counts.items() if key[0] in stratum}
+        seeds = {r: self._seed_of(r, seed_counts) for r in stratum}
+        timed = {r: [seeds[r]] for r in stratum}  # each relation's tuples with their depth, so far
+        steps: list[tuple[int, Batch, dict[str, int], float]] = []  # per step: depth, tuples, counts, seconds
+        known = Known(self.holding, self.keys)
+        if any(self.count(AFFECTED + r) for r in stratum):
+            started = time.perf_counter()
+            static = self.hold_static(stratum_no, plans)
+            found, rest = self._first(plans, static, seeds), None
+            while found or rest is not None:
+                pool = self._pool(found, rest, known)
+                pool_counts = _counted(pool)
+                if not pool_counts:
+                    break
+                depth = min(d for _, d in pool_counts)
+                now = {r: n for (r, d), n in pool_counts.items() if d == depth}
+                step = self._at_depth(pool, depth, sum(now.values()))
+                known.add(step)
+                parts = {r: self._tuples_of(step, r) for r in now}
+                for relation, part in parts.items():
+                    timed[relation].append(part)
+                steps.append((depth, step, now, time.perf_counter() - started))
+                started = time.perf_counter()
+                found = self._next(plans, static, parts, timed)
+                rest = pool.frame.where(F.col("depth") > depth) if len(pool_counts) > len(now) else None
+        self.batches[stratum_no] = [b.count for b in known.batches]
+        self._finish(stratum_no, stratum, plans, offset, seed_counts, steps, on_round)
+
+    def _seed_of(self, relation: str, counts: dict[tuple[str, int], int]) -> Batch:
+        """``c0.., depth`` of the seed's tuples of ``relation``."""
+        columns = [*tuple_columns(len(self.checked.derived[relation])), "depth"]
+        count = sum(n for (r, _), n in counts.items() if r == relation)
+        if self.seed.local:
+            return self.seed.part(RELATION, relation, columns)
+        return Batch(self.seed.frame.where(F.col(RELATION) == relation).select(*columns), count)
+
+    def _tuples_of(self, step: Batch, relation: str) -> Batch:
+        return step.part(RELATION, relation, [*tuple_columns(len(self.checked.derived[relation])), "depth"])
+
+    def _timed(self, relation: str, timed: dict[str, list[Batch]]) -> DataFrame:
+        parts = timed[relation]
+        return concat(parts, parts[0].schema, self.spark).frame
+
+    def _first(self, plans: list[RulePlan], static: dict, seeds: dict[str, Batch]) -> list[DataFrame]:
+        """What the rules derive from the seed alone: the rules reading nothing of the stratum (in its first
+        round), and one plan of each of the others, its atoms of the stratum read from the seed."""
+        found, done = [], set()
+        for plan in plans:
+            rule = plan.rule
+            if plan.delta is None:
+                if self.idle(plan, static):
+                    continue
+                sources = {i: self.full(a.relation).frame for i, a in enumerate(rule.body)}
+                frame = candidates(plan, sources, None, self.program.width, self.program.cause_width,
+                                   self._one_partition())
+                found.append(frame.withColumn("depth", F.lit(1)))
+            elif plan.index not in done:
+                done.add(plan.index)
+                found += self._joined(plan, static, seeds[rule.body[plan.delta].relation],
+                                      {r: [seeds[r]] for r in seeds})
+        return found
+
+    def _next(self, plans: list[RulePlan], static: dict, parts: dict[str, Batch],
+              timed: dict[str, list[Batch]]) -> list[DataFrame]:
+        """What the rules derive with one of the step's tuples in the atom they read as new."""
+        found = []
+        for plan in plans:
+            if plan.delta is not None and plan.rule.body[plan.delta].relation in parts:
+                found += self._joined(plan, static, parts[plan.rule.body[plan.delta].relation], timed)
+        return found
+
+    def _joined(self, plan: RulePlan, static: dict, delta: Batch, timed: dict[str, list[Batch]]) -> list[DataFrame]:
+        rule = plan.rule
+        late = [i for i in plan.late if not rule.body[i].negated]
+        timed_at = (plan.delta, *(i for i in late if rule.body[i].relation in timed))
+        if not delta.count or (plan.hoisted and static[(plan.index, plan.delta)].count == 0) or any(
+                self._empty(rule.body[i].relation, timed) for i in late):
+            return []
+        sources = {plan.delta: delta.frame,
+                   **{i: self._timed(rule.body[i].relation, timed) if i in timed_at else
+                      self.full(rule.body[i].relation).frame for i in plan.late}}
+        held = static[(plan.index, plan.delta)].frame if plan.hoisted else None
+        return [timed_candidates(plan, sources, held, self.program.width, self.program.cause_width, timed_at,
+                                 self._one_partition())]
+
+    def _empty(self, relation: str, timed: dict[str, list[Batch]]) -> bool:
+        if relation in timed:
+            return all(b.count == 0 for b in timed[relation])
+        return self.empty(relation)
+
+    def _one_partition(self) -> bool:
+        return self.holding.single or all(b.small for b in (*self.relations.values(), self.seed))
+
+    def _pool(self, found: list[DataFrame], rest: DataFrame | None, known: Known) -> Batch:
+        """Every affected head found so far and not yet derived, with its lowest round and, in it, the lowest
+        rule and cause: one job, counted by relation and round."""
+        columns = ["relation", *tuple_columns(self.program.width), "depth", "rule", "cause_rel",
+                   *tuple_columns(self.program.cause_width, "k")]
+        frames = [f.select(*columns) for f in found] + ([rest.select(*columns)] if rest is not None else [])
+        union = reduce(DataFrame.unionByName, frames)
+        picked = (union.groupBy(*self.keys).agg(F.min(F.struct(*columns[len(self.keys):])).alias("p"))
+                  .select(*self.keys, "p.*"))
+        picked = known.subtract_from(picked)
+        return self.holding.hold(Hold(picked.withColumn(AT, _at(F.col("depth"))), tuple(self.keys), split=AT),
+                                 try_local=self._one_partition())
+
+    def _at_depth(self, pool: Batch, depth: int, count: int) -> Batch:
+        columns = [c for c in pool.columns if c != AT]
+        if pool.local:
+            at = pool.columns.index("depth")
+            return local_batch(self.spark, [tuple(r[i] for i, c in enumerate(pool.columns) if c != AT)
+                                            for r in pool.rows if r[at] == depth],
+                               T.StructType([pool.schema[c] for c in columns]))
+        return Batch(pool.frame.where(F.col("depth") == depth).select(*columns), count)
+
+    def _finish(self, stratum_no: int, stratum: tuple[str, ...], plans: list[RulePlan], offset: int,
+                seed_counts: dict[tuple[str, int], int], steps: list[tuple[int, Batch, dict[str, int], float]],
+                on_round) -> None:
+        """The stratum's rounds logged as a full evaluation runs them, and its tuples (seed and derived) numbered
+        by round: its variables and outputs."""
+        counts = dict(seed_counts)
+        for at, _, now, _ in steps:
+            for relation, n in now.items():
+                counts[(relation, at)] = counts.get((relation, at), 0) + n
+        depth = max((d for (_, d), n in counts.items() if n), default=0)
+        if not any(p.delta is None for p in plans):
+            rounds = 0  # no rule can fire first: a full evaluation runs no round (and derives nothing)
+        elif depth == 0:
+            rounds = 1  # the first round derives nothing
+        else:  # and one more, deriving nothing, when a rule reads what the last one added
+            last = {r for (r, d), n in counts.items() if d == depth and n}
+            rounds = depth + any(p.delta is not None and p.rule.body[p.delta].relation in last for p in plans)
+        seconds = {at: s for at, _, _, s in steps}
+        for d in range(1, rounds + 1):
+            self.log_round(stratum_no, stratum, {r: n for (r, dd), n in counts.items() if dd == d}, 0.0, on_round,
+                           seconds=seconds.get(d, 0.0))
+        seed = self._numbered(self.seed, stratum, offset, seed=True)
+        seed_total = {r: sum(n for (rr, _), n in seed_counts.items() if rr == r) for r in stratum}
+        self.outputs.append(seed)
+        for relation in stratum:
+            if seed_total[relation]:
+                self.variables[relation].advance(self.part_of(seed, relation, seed_total[relation]))
+        for _, step, now, _ in steps:
+            numbered = self._numbered(step, stratum, offset)
+            self.outputs.append(numbered)
+            for relation, n in now.items():
+                self.variables[relation].advance(self.part_of(numbered, relation, n))
+
+    def _numbered(self, batch: Batch, stratum: tuple[str, ...], offset: int, seed: bool = False) -> Batch:
+        """``batch``'s tuples of ``stratum`` in the columns of a round's: the round is the stratum's ``offset``
+        plus their depth."""
+        schema = T.StructType([*provenance_columns(self.program.width, self.program.cause_width),
+                               T.StructField("round", T.IntegerType(), False)])
+        if batch.local:
+            names = batch.columns
+            rel, at = names.index(RELATION), names.index("depth")
+            picked = [names.index(c) for c in self.columns]
+            rows = [(*(r[i] for i in picked), offset + r[at]) for r in batch.rows if r[rel] in stratum]
+            return local_batch(self.spark, rows, schema)
+        frame = batch.frame.where(F.col(RELATION).isin(*stratum)) if seed else batch.frame
+        count = None if seed else batch.count
+        return Batch(frame.select(*self.columns, (F.col("depth") + offset).cast("int").alias("round")), count)
+
+
