@@ -128,6 +128,18 @@ def test_a_change_seen_only_through_negation_is_followed(spark, config):
         {"A": {1, 2, 3}, "B": {1, 2, 3}, "C": set(), "D": set(), "E": {1, 2, 3}}]
 
 
+def test_a_change_at_the_start_of_a_chain_is_followed_round_by_round_in_blocks(spark, config):
+    """Held as blocks: the changed start of a chain moves every tuple after it to an earlier round, each found
+    from the one before it in the step after it; another chain keeps its tuples and rounds."""
+    program = "R(X) :- S(X)\nR(Y) :- R(X), E(X, Y)"
+    checked = check_program(parse_program(program, "chain.dl"), {"S": ("node",), "E": ("node", "node")})
+    edges = {(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (10, 11), (11, 12)}
+    steps = [{"S": {(1,), (10,)}, "E": edges}, {"S": {(3,), (10,)}, "E": edges}]
+    found, kept = updated_along(spark, config, checked, steps, {"S": 1, "E": 2}, local_rows=0, partitions=2)
+    assert {t[0] for t in found[0]["R"]} == {3, 4, 5, 6, 10, 11, 12}
+    assert kept == 3  # the other chain's tuples, as they were
+
+
 # random programs, rows on the driver, a chain of edits of one group, of none, of all; random programs as
 # checkpointed blocks, partitioned as a large catalog's, one edit; every bundled program, one edit of three of
 # them (the others' tuples kept as they are)

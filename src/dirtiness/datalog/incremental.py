@@ -228,7 +228,7 @@ class _Update(Evaluator):
                     break
                 depth = min(d for _, d in pool_counts)
                 now = {r: n for (r, d), n in pool_counts.items() if d == depth}
-                step = self._at_depth(pool, depth, sum(now.values()))
+                step = self._at_depth(pool, depth, now)
                 known.add(step)
                 parts = {r: self._tuples_of(step, r) for r in now}
                 for relation, part in parts.items():
@@ -318,14 +318,16 @@ class _Update(Evaluator):
         return self.holding.hold(Hold(picked.withColumn(AT, _at(F.col("depth"))), tuple(self.keys), split=AT),
                                  try_local=self._one_partition())
 
-    def _at_depth(self, pool: Batch, depth: int, count: int) -> Batch:
+    def _at_depth(self, pool: Batch, depth: int, counts: dict[str, int]) -> Batch:
+        """The pool's heads of round ``depth``, counted by relation (``counts``: what ``Batch.part`` reads)."""
         columns = [c for c in pool.columns if c != AT]
         if pool.local:
             at = pool.columns.index("depth")
             return local_batch(self.spark, [tuple(r[i] for i, c in enumerate(pool.columns) if c != AT)
                                             for r in pool.rows if r[at] == depth],
                                T.StructType([pool.schema[c] for c in columns]))
-        return Batch(pool.frame.where(F.col("depth") == depth).select(*columns), count)
+        return Batch(pool.frame.where(F.col("depth") == depth).select(*columns), sum(counts.values()),
+                     counts=dict(counts))
 
     def _finish(self, stratum_no: int, stratum: tuple[str, ...], plans: list[RulePlan], offset: int,
                 seed_counts: dict[tuple[str, int], int], steps: list[tuple[int, Batch, dict[str, int], float]],
