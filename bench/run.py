@@ -1,7 +1,7 @@
 """Benchmark: the job on a synthetic catalog or the bundled example, its Spark jobs counted.
 
     python bench/run.py --objects 100000 [--seed 7] [--changed 0.0002] [--no-reference] [--no-floor] [--warm N]
-                        [--next-run CHANGES [--pairs 2]] [--update CHANGES]
+                        [--next-run CHANGES [--pairs 2]]
     python bench/run.py --example [--strategy in-place]
 
 The run goes through the same pipeline the command line runs
@@ -27,15 +27,6 @@ the ratio of their medians against issue 53's budget for a run after a small
 change (at most 25% of a full run at 100,000 objects, 20% at a million), their
 Spark jobs, whether both gave the same rows, and the bytes of what earlier runs
 left beside the bytes of the facts tables.
-
-``--update CHANGES`` measures the dirty rules' fixed point brought up to date
-(``datalog.incremental``) against its full evaluation: ``CHANGES`` more
-statements edited, the edited inputs computed (not published) for their base
-relations and full fixed point, then the measured run's fixed point updated
-to them, in the same session under the run's settings. It prints both times
-and Spark jobs, the rounds of the full evaluation, how many tuples the update
-found affected, and whether both hold the same tuples with the same
-provenance and rounds.
 """
 
 from __future__ import annotations
@@ -85,8 +76,6 @@ def main() -> None:
     parser.add_argument("--next-run", type=int, metavar="CHANGES",
                         help="then the next run after CHANGES more edits, against a full run (synthetic only)")
     parser.add_argument("--pairs", type=int, default=2, help="with --next-run: runs of each kind")
-    parser.add_argument("--update", type=int, metavar="CHANGES",
-                        help="then the dirty rules' fixed point updated after CHANGES more edits, against a full one")
     args = parser.parse_args()
     if bool(args.objects) == args.example:
         parser.error("give --objects N or --example")
@@ -146,13 +135,7 @@ def measure(args: argparse.Namespace, work: str) -> None:
         program = "plan" if current[0] == "plan" else "rules"
         rounds.append({"program": program, "round": f"s{stratum}", "new": 0, "seconds": 0.0, **work_of.take()})
 
-    fixpoints: dict[str, tuple] = {}
-
-    def on_fixpoint(label: str, base: dict, evaluation) -> None:
-        fixpoints[label] = (base, evaluation)
-
-    summary = run(spark, settings, Hooks(on_stage=on_stage, on_round=on_round, on_static=on_static,
-                                         on_fixpoint=on_fixpoint))
+    summary = run(spark, settings, Hooks(on_stage=on_stage, on_round=on_round, on_static=on_static))
     stages[current[0]] = _add(stages.get(current[0]), work_of.take())
     for name in ("fixpoint", "plan"):  # a stage's own jobs, beside its rounds'
         program = "plan" if name == "plan" else "rules"
@@ -190,8 +173,6 @@ def measure(args: argparse.Namespace, work: str) -> None:
         report["floor_round_median_s"] = round(statistics.median(r["seconds"] for r in floor), 3)
     if args.next_run is not None:
         report["next_run"] = next_run(args, spark, config, old_path, new, out, work)
-    if args.update is not None:
-        report["update"] = updated(args, spark, config, old_path, new, work, fixpoints["dirty"])
     spark.stop()
     report.update(_read_back(out, os.path.join(work, "report.html"), config))
     if not args.no_reference:
@@ -209,75 +190,15 @@ def measure(args: argparse.Namespace, work: str) -> None:
     print(json.dumps(report))
 
 
-def _edited(args: argparse.Namespace, new: dict, changes: int, work: str) -> str:
-    """The new snapshot with ``changes`` more statements edited, written beside the others."""
-    rng = random.Random(args.seed + 1)
-    objects = new["objects"].to_pylist()
-    for row in rng.sample(objects, changes):
-        row["hash"] += "-next"
-    return write_snapshot({**new, "objects": pa.Table.from_pylist(objects, schema=new["objects"].schema)},
-                          os.path.join(work, "new-next"))
-
-
-def updated(args: argparse.Namespace, spark, config: dict, old_path: str, new: dict, work: str,
-            last: tuple) -> dict:
-    """The measured run's dirty fixed point brought up to date after ``args.update`` edits, against the full
-    evaluation over the edited inputs: seconds, Spark jobs, and whether they are equal."""
-    from dataclasses import replace
-
-    from dirtiness.datalog.engine import Program
-    from dirtiness.datalog.incremental import Maintained
-    from dirtiness.pipeline import compute
-
-    new_path = _edited(args, new, args.update, work)
-    settings = resolve(RunParams(old=old_path, new=new_path, out=os.path.join(work, "update"), run_id="update",
-                                 strategy=args.strategy, allow_destructive=True), config)
-    work_of, current, fixpoint, edited = SparkWork(spark), [None], {}, {}
-
-    def on_stage(name: str) -> None:
-        figures = work_of.take()
-        if current[0] == "fixpoint":
-            fixpoint.update(figures)
-        current[0] = name
-
-    def on_fixpoint(label: str, base: dict, evaluation) -> None:
-        edited.setdefault(label, (base, evaluation))
-
-    result = compute(settings, spark, Hooks(on_stage=on_stage, on_fixpoint=on_fixpoint))
-    base, full = edited["dirty"]
-    with session_settings(spark, settings.computed_with(result.objects)):
-        holding = replace(settings.holding, partitions=int(spark.conf.get("spark.sql.shuffle.partitions")))
-        maintained = Maintained.of(Program(settings.checked, holding, "dirty"))
-        work_of.take()
-        started = time.perf_counter()
-        affected: list[int] = []
-        update = maintained.update(last[1], last[0], base, on_affected=lambda e: affected.append(sum(e.new.values())))
-        seconds = time.perf_counter() - started
-        jobs = work_of.take()["jobs"]
-        got, expected = update.derived.frame, full.derived.frame.select(*update.derived.columns)
-        only_update, only_full = got.exceptAll(expected), expected.exceptAll(got)
-        differing = {"only_update": only_update.count(), "only_full": only_full.count(),
-                     "rounds": [(e.stratum, e.new) for e in update.rounds] == [(e.stratum, e.new) for e in full.rounds]}
-        same = differing == {"only_update": 0, "only_full": 0, "rounds": True}
-        if not same:
-            print(f"the update differs: {differing}; update {[(e.stratum, e.new) for e in update.rounds]}, full "
-                  f"{[(e.stratum, e.new) for e in full.rounds]}; only in the update "
-                  f"{[tuple(r) for r in only_update.limit(5).collect()]}, only in the full one "
-                  f"{[tuple(r) for r in only_full.limit(5).collect()]}", file=sys.stderr)
-    result.release()
-    figures = {"changes": args.update, "update_s": round(seconds, 2), "update_jobs": jobs,
-               "full_s": result.seconds["fixpoint"], "full_jobs": fixpoint.get("jobs"), "rounds": len(full.rounds),
-               "affected": sum(affected), "same": same}
-    print(f"fixed point updated after {args.update} edits: {figures['update_s']:.2f} s ({jobs} jobs; "
-          f"{figures['affected']} tuples affected) against {figures['full_s']:.2f} s ({figures['full_jobs']} jobs, "
-          f"{figures['rounds']} rounds) for a full one; the same tuples, provenance and rounds: {same}", file=sys.stderr)
-    return figures
-
-
 def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: dict, out: str, work: str) -> dict:
     """The next hourly run after ``args.next_run`` more edits, into ``out`` (after the measured run), against
     the same inputs run ``--full`` into roots of their own; alternately, ``args.pairs`` of each."""
-    new_path = _edited(args, new, args.next_run, work)
+    rng = random.Random(args.seed + 1)
+    objects = new["objects"].to_pylist()
+    for row in rng.sample(objects, args.next_run):
+        row["hash"] += "-next"
+    new_path = write_snapshot({**new, "objects": pa.Table.from_pylist(objects, schema=new["objects"].schema)},
+                              os.path.join(work, "new-next"))
     figures: list[dict] = []
     for pair in range(args.pairs):
         for full in ((False, True) if pair % 2 == 0 else (True, False)):
