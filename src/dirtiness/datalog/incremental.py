@@ -47,7 +47,7 @@ from pyspark.sql import types as T
 
 from .check import CheckedProgram, check_program
 from .compile import PAD, RulePlan, candidates, timed_candidates, tuple_columns
-from .engine import RELATION, Evaluation, Evaluator, Known, Program, RoundLog, tuple_schema
+from .engine import RELATION, Evaluation, Evaluator, Known, Program, RoundLog, provenance_schema, tuple_schema
 from .holding import Batch, Hold, concat, local_batch
 from .syntax import Atom, parse_program
 
@@ -183,9 +183,8 @@ def _at(depth: Column) -> Column:
 
 def provenance_columns(width: int, cause_width: int) -> list[T.StructField]:
     """A round's tuples as ``Evaluation.derived`` holds them, without their round."""
-    return [T.StructField(RELATION, T.StringType()), *tuple_schema(width).fields,
-            T.StructField("rule", T.IntegerType()), T.StructField("cause_rel", T.StringType()),
-            *(T.StructField(f"k{i}", T.LongType()) for i in range(cause_width))]
+    return [T.StructField(RELATION, T.StringType()),
+            *(f for f in provenance_schema(width, cause_width).fields if f.name != "round")]
 
 
 def _counted(batch: Batch) -> dict[tuple[str, int], int]:
