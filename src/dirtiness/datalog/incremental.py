@@ -114,8 +114,7 @@ class Maintained:
                    Program(restricted_program(checked), holding, f"{label}:restricted"))
 
     def update(self, last: Evaluation, old: dict[str, Batch], new: dict[str, Batch],
-               on_round: Callable[[RoundLog], None] | None = None,
-               on_affected: Callable[[RoundLog], None] | None = None) -> Evaluation:
+               on_round: Callable[[RoundLog], None] | None = None) -> Evaluation:
         """The fixed point over the ``new`` base relations, from ``last``, the one over ``old``: equal, tuple
         for tuple with its provenance and round after round, to ``Program.evaluate`` over ``new``."""
         checked, holding = self.checked, self.restricted.holding
@@ -129,7 +128,7 @@ class Maintained:
         either = {EITHER + r: Batch(old[r].frame.unionByName(new[r].frame), None,
                                     over_rows=old[r].small and new[r].small) for r in checked.base}
         before = {BEFORE + r: last.tuples[r] for r in checked.derived}
-        affected = self.affected.evaluate({**changed, **either, **before}, on_round=on_affected)
+        affected = self.affected.evaluate({**changed, **either, **before})
         affected_tuples = {AFFECTED + r: affected.tuples[AFFECTED + r] for r in checked.derived}
         seed = self._seed(last, affected_tuples)
         return _Update(self.restricted, {**new, **affected_tuples}, seed).run(on_round)
