@@ -122,42 +122,56 @@ def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame 
     )
 
 
-def timed_candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame | None, width: int,
-                     cause_width: int, timed: tuple[int, ...], one_partition: bool = False) -> DataFrame:
-    """The head tuples a recursive rule derives from its stratum's tuples of known rounds (``datalog.incremental``):
-    the sources at the positions ``timed`` (the rule's atoms of its own stratum, the delta among them) carry
-    ``depth``, the round of their stratum that added them. A derivation's ``depth`` is one more than the latest
-    of them, and its cause the lowest of its atoms of that latest round: what a round of ``candidates`` finds
-    in the round the last of them became known."""
-    rule, names = plan.rule, plan.names
-    depth = {i: f"_d{i}" for i in timed}
-    frame = bind(rule.body[plan.delta], sources[plan.delta], names, {"depth": depth[plan.delta]})
-    if static is not None:
-        frame = _join(frame, static, one_partition)
-    for i in plan.late:
+def joined_body(rule: Rule, sources: dict[int, DataFrame], timed: tuple[int, ...] = (), first: int | None = None,
+                head: DataFrame | None = None, negations: bool = True, one_partition: bool = False) -> DataFrame:
+    """A rule's body joined, columns named by variable (``datalog.incremental``): the sources at the positions
+    ``timed`` carry ``depth`` (kept as ``_d{i}``); ``first``: the atom joined first (a small one); ``head``:
+    only the instances whose head is one of these tuples (``c0..``); ``negations=False``: negated atoms are
+    read positively, at ``first``, and ignored elsewhere (every instance a change of them may touch)."""
+    names = variable_names(rule)
+    frame = bind(rule.head, head, names).distinct() if head is not None else None
+    order = ([first] if first is not None else []) + [i for i in range(len(rule.body)) if i != first]
+    for i in order:
         atom = rule.body[i]
-        if atom.negated:
+        if atom.negated and i != first:
             continue
-        keep = {"depth": depth[i]} if i in depth else None
-        frame = _join(frame, bind(atom, sources[i], names, keep), one_partition)
-    frame = _apply_negations(rule, [i for i in plan.late if rule.body[i].negated], frame, sources, names)
-    latest = F.greatest(*(F.col(d) for d in depth.values())) if len(depth) > 1 else F.col(depth[plan.delta])
-    frame = frame.withColumn("_latest", latest)
+        bound = bind(atom, sources[i], names, {"depth": f"_d{i}"} if i in timed else None)
+        frame = bound if frame is None else _join(frame, bound, one_partition)
+    if negations:
+        frame = _apply_negations(rule, [i for i, a in enumerate(rule.body) if a.negated and i != first], frame,
+                                 sources, names)
+    return frame
+
+
+def heads_of(rule: Rule, joined: DataFrame, width: int) -> DataFrame:
+    """``relation, c0..`` (padded with ``PAD``) of the heads of a joined body."""
+    names = variable_names(rule)
+    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
+    return joined.select(F.lit(rule.head.relation).alias("relation"), *(c.alias(f"c{j}") for j, c in enumerate(head)))
+
+
+def timed_derivations(rule: Rule, index: int, joined: DataFrame, timed: tuple[int, ...], cause: int, width: int,
+                      cause_width: int) -> DataFrame:
+    """``relation, c0.., depth, rule, cause_rel, k0..`` of each derivation of a joined body whose atoms of its
+    stratum (``timed``) carry their depth: one more than the latest of them, caused by the lowest of those
+    latest (what a round of ``candidates`` finds in the round the last of them became known); a rule reading
+    nothing of its stratum derives in depth 1, caused by the atom ``cause``."""
+    names = variable_names(rule)
 
     def cause_of(i: int) -> Column:
         atom = rule.body[i]
         values = [F.col(names[v]) for v in atom.args] + [null_long()] * (cause_width - atom.arity)
         return F.struct(F.lit(atom.relation).alias("cause_rel"), *(c.alias(f"k{j}") for j, c in enumerate(values)))
-    causes = [F.when(F.col(d) == F.col("_latest"), cause_of(i)) for i, d in depth.items()]
-    frame = frame.withColumn("_cause", F.least(*causes) if len(causes) > 1 else causes[0])
+    if timed:
+        latest = F.greatest(*(F.col(f"_d{i}") for i in timed)) if len(timed) > 1 else F.col(f"_d{timed[0]}")
+        causes = [F.when(F.col(f"_d{i}") == latest, cause_of(i)) for i in timed]
+        depth, chosen = (latest + 1).cast("int"), F.least(*causes) if len(causes) > 1 else causes[0]
+    else:
+        depth, chosen = F.lit(1), cause_of(cause)
     head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
-    return frame.select(
-        F.lit(rule.head.relation).alias("relation"),
-        *(c.alias(f"c{j}") for j, c in enumerate(head)),
-        (F.col("_latest") + 1).cast("int").alias("depth"),
-        F.lit(plan.index).alias("rule"),
-        "_cause.*",
-    )
+    return joined.select(F.lit(rule.head.relation).alias("relation"), *(c.alias(f"c{j}") for j, c in enumerate(head)),
+                         depth.alias("depth"), F.lit(index).alias("rule"), chosen.alias("_cause")).select(
+        "relation", *(f"c{j}" for j in range(width)), "depth", "rule", "_cause.*")
 
 
 def _join_positive(rule: Rule, positions: list[int], sources: dict[int, DataFrame], names: dict[str, str],
