@@ -32,7 +32,10 @@ def test_engine_matches_naive_on_random_programs(spark, config, local_rows, part
     assert all(covered.values()), covered
     assert len(checked.strata) >= 3
 
-    conf = {**spark_settings(config["spark"]["compute_conf"]), "spark.sql.shuffle.partitions": str(partitions)}
+    # held as rows: the settings a run of a catalog held as rows computes with
+    rows_conf = {**config["spark"]["small_catalog_conf"], **config["spark"]["local_catalog_conf"]} if local_rows else {}
+    conf = {**spark_settings({**config["spark"]["compute_conf"], **rows_conf}),
+            "spark.sql.shuffle.partitions": str(partitions)}
     with session_settings(spark, conf):
         base = {name: local_batch(spark, sorted(rows), tuple_schema(BASE[name[2:]])) for name, rows in facts.items()}
         holding = Holding(local_rows, partitions=partitions)
