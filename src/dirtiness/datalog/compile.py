@@ -111,7 +111,7 @@ def candidates(plan: RulePlan, sources: dict[int, DataFrame], static: DataFrame 
                                one_partition)
         frame = _apply_negations(rule, [i for i in plan.late if rule.body[i].negated], frame, sources, names)
     cause = rule.body[plan.cause]
-    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
+    head = padded_head(rule, names, width)
     cause_cols = [F.col(names[v]) for v in cause.args] + [null_long()] * (cause_width - cause.arity)
     return frame.select(
         F.lit(rule.head.relation).alias("relation"),
@@ -146,7 +146,7 @@ def joined_body(rule: Rule, sources: dict[int, DataFrame], timed: tuple[int, ...
 def heads_of(rule: Rule, joined: DataFrame, width: int) -> DataFrame:
     """``relation, c0..`` (padded with ``PAD``) of the heads of a joined body."""
     names = variable_names(rule)
-    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
+    head = padded_head(rule, names, width)
     return joined.select(F.lit(rule.head.relation).alias("relation"), *(c.alias(f"c{j}") for j, c in enumerate(head)))
 
 
@@ -168,7 +168,7 @@ def timed_derivations(rule: Rule, index: int, joined: DataFrame, timed: tuple[in
         depth, chosen = (latest + 1).cast("int"), F.least(*causes) if len(causes) > 1 else causes[0]
     else:
         depth, chosen = F.lit(1), cause_of(cause)
-    head = [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
+    head = padded_head(rule, names, width)
     return joined.select(F.lit(rule.head.relation).alias("relation"), *(c.alias(f"c{j}") for j, c in enumerate(head)),
                          depth.alias("depth"), F.lit(index).alias("rule"), chosen.alias("_cause")).select(
         "relation", *(f"c{j}" for j in range(width)), "depth", "rule", "_cause.*")
@@ -196,6 +196,11 @@ def _apply_negations(rule: Rule, positions: list[int], frame: DataFrame, sources
             continue
         frame = frame.join(bind(atom, sources[i], names).select(*keys), keys, "left_anti")  # duplicates harmless
     return frame
+
+
+def padded_head(rule: Rule, names: dict[str, str], width: int) -> list[Column]:
+    """The head's columns, padded with ``PAD`` to the ``width`` of a round's tuples."""
+    return [F.col(names[v]) for v in rule.head.args] + [F.lit(PAD).cast("long")] * (width - rule.head.arity)
 
 
 def variable_names(rule: Rule) -> dict[str, str]:
