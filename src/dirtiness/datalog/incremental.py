@@ -308,37 +308,32 @@ class _Update(Evaluator):
     def _derivations(self, live: list, stratum: tuple[str, ...], heads: DataFrame, state: "_Stratum",
                      relations: set[str] | None = None) -> list[DataFrame]:
         """Every derivation of the given heads (keys; of ``relations`` only, when given) from what is settled."""
-        found = []
-        for index, rule in live:
-            if relations is not None and rule.head.relation not in relations:
-                continue
-            timed = tuple(i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum)
-            sources = {i: self._known(a.relation, state) if i in timed else self.full(a.relation).frame
-                       for i, a in enumerate(rule.body)}
-            joined = joined_body(rule, sources, timed, head=self._of(heads, rule.head.relation),
-                                 one_partition=self._one_partition())
-            found.append(timed_derivations(rule, index, joined, timed, self.checked.cause_index(rule),
-                                           self.program.width, self.program.cause_width))
-        return found
+        return [self._derived(index, rule, heads, state) for index, rule in live
+                if relations is None or rule.head.relation in relations]
 
     def _delta(self, step: Batch, heads: DataFrame, live: list, state: "_Stratum") -> list[DataFrame]:
         """The derivations of the given pending heads that read a tuple the step settled."""
-        found = []
         relations = set(step.counts or {})
-        for index, rule in live:
-            timed = tuple(i for i, a in enumerate(rule.body) if not a.negated and a.relation in state.stratum)
-            for first in timed:
-                relation = rule.body[first].relation
-                if relation not in relations:
-                    continue
-                sources = {i: self._known(a.relation, state) if i in timed else self.full(a.relation).frame
-                           for i, a in enumerate(rule.body)}
-                sources[first] = self._of(step.frame, relation, depth=True)
-                joined = joined_body(rule, sources, timed, head=self._of(heads, rule.head.relation),
-                                     first=first, one_partition=self._one_partition())
-                found.append(timed_derivations(rule, index, joined, timed, self.checked.cause_index(rule),
-                                               self.program.width, self.program.cause_width))
-        return found
+        return [self._derived(index, rule, heads, state, first=i, step=step) for index, rule in live
+                for i in self._timed(rule, state.stratum) if rule.body[i].relation in relations]
+
+    def _timed(self, rule: Rule, stratum: tuple[str, ...]) -> tuple[int, ...]:
+        """The positive atoms of the rule's own stratum: those that carry a depth."""
+        return tuple(i for i, a in enumerate(rule.body) if not a.negated and a.relation in stratum)
+
+    def _derived(self, index: int, rule: Rule, heads: DataFrame, state: "_Stratum", first: int | None = None,
+                 step: Batch | None = None) -> DataFrame:
+        """One rule's derivations of the given heads from what is settled; with ``first``, those reading the
+        step's tuples there."""
+        timed = self._timed(rule, state.stratum)
+        sources = {i: self._known(a.relation, state) if i in timed else self.full(a.relation).frame
+                   for i, a in enumerate(rule.body)}
+        if first is not None:
+            sources[first] = self._of(step.frame, rule.body[first].relation, depth=True)
+        joined = joined_body(rule, sources, timed, first=first, head=self._of(heads, rule.head.relation),
+                             one_partition=self._one_partition())
+        return timed_derivations(rule, index, joined, timed, self.checked.cause_index(rule), self.program.width,
+                                 self.program.cause_width)
 
     def _best(self, found: list[DataFrame], pending: DataFrame) -> DataFrame:
         """Each pending head's best candidate (the lowest depth, then rule, then cause), with its old depth."""
@@ -523,12 +518,17 @@ class _Stratum:
         parts = [b.frame.select(*schema.names) for b in (self.settled, self.step) if b is not None and b.count]
         return _union(parts) if parts else spark.createDataFrame([], schema)
 
+    def _settled_from(self) -> Counter:
+        """``(relation, old depth)`` -> tuples of that old depth settled so far (at any depth)."""
+        found = Counter()
+        for (relation, _, old), n in self.settled_counts.items():
+            found[(relation, old)] += n
+        return found
+
     def leaving(self, passed: int) -> set[int]:
         """The old depths after ``passed`` where a pending tuple is not settled yet: it leaves its old depth there
         unless settled at it."""
-        settled_from = Counter()
-        for (relation, _, old), n in self.settled_counts.items():
-            settled_from[(relation, old)] += n
+        settled_from = self._settled_from()
         return {old for (relation, old), n in self.pending_counts.items()
                 if old is not None and old > passed and n > settled_from[(relation, old)]}
 
@@ -539,8 +539,6 @@ class _Stratum:
         self.settled_counts.update({(r, depth, o): n for (r, o), n in now.items()})
         self.seconds[depth] += seconds
         self.step_sizes.append(step.count)
-        settled_from = Counter()
-        for (relation, _, old), n in self.settled_counts.items():
-            settled_from[(relation, old)] += n
+        settled_from = self._settled_from()
         left = {r for (r, o), n in self.pending_counts.items() if o == depth and n > settled_from[(r, o)]}
         return left | {r for (r, o), n in now.items() if o != depth and n}
