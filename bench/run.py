@@ -208,7 +208,8 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
                                          strategy=args.strategy, allow_destructive=True), config)
             work_of = SparkWork(spark)
             summary = run(spark, settings)
-            figures.append({"full": full, "seconds": summary["seconds"]["total"], "jobs": work_of.take()["jobs"],
+            figures.append({"full": full, "mode": summary["mode"], "seconds": summary["seconds"]["total"],
+                            "jobs": work_of.take()["jobs"],
                             "stages": summary["seconds"], "answer": _answer(root, run_id)})
             print(json.dumps({k: v for k, v in figures[-1].items() if k != "answer"} | {"run": run_id}),
                   file=sys.stderr, flush=True)
@@ -220,10 +221,11 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
     figures_ = {
         "changes": args.next_run, "next_s": statistics.median(f["seconds"] for f in nexts),
         "full_s": statistics.median(f["seconds"] for f in fulls), "ratio": round(ratio, 3), "budget": budget,
-        "next_jobs": nexts[0]["jobs"], "full_jobs": fulls[0]["jobs"],
+        "next_jobs": nexts[0]["jobs"], "full_jobs": fulls[0]["jobs"], "next_modes": sorted({f["mode"] for f in nexts}),
         "same_rows": all(f["answer"] == fulls[0]["answer"] for f in figures),
         "kept_bytes": kept, "facts_bytes": facts}
-    print(f"next run after {args.next_run} edits: {figures_['next_s']:.1f} s ({figures_['next_jobs']} jobs) against "
+    print(f"next run after {args.next_run} edits ({', '.join(figures_['next_modes'])}): {figures_['next_s']:.1f} s "
+          f"({figures_['next_jobs']} jobs) against "
           f"{figures_['full_s']:.1f} s ({figures_['full_jobs']} jobs) for a full run: {ratio:.2f}x, budget "
           f"{budget:.2f}x: {'met' if ratio <= budget else 'NOT MET'}; same rows: {figures_['same_rows']}; "
           f"kept for later runs {kept:,} bytes beside {facts:,} of facts", file=sys.stderr)

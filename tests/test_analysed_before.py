@@ -1,6 +1,7 @@
 """Runs into one ``--out`` parse only the statements no succeeded earlier run analysed, and render only the plan
 statements none rendered, never read a state that a run did not finish or that cannot be read, and answer as a
-run that parsed and rendered everything; each compares its units with those of the run it starts from."""
+run that parsed and rendered everything; each compares its units with those of the run it starts from, and one
+whose units did not change answers as that run did (mode ``incremental``), rows for rows."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 import yaml
+from deltalake import DeltaTable
 
 from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
 
@@ -94,11 +96,12 @@ def _corrupt(out) -> None:
 def chain(spark, tmp_path_factory):
     """Run ``a`` (the example), then the same old project and one statement edited (``_edited``): run ``b`` into
     the same root, beside a planted unfinished run's rows; run ``c`` (also with run id ``b``) into a copy of the
-    root whose analysis and rendered statements files are corrupt."""
+    root whose analysis and rendered statements files are corrupt. Then runs ``d`` and ``e`` of the same inputs
+    into the first root, and ``e`` again into a copy taken after ``d`` from whose dirty sets a row was deleted."""
     folder = tmp_path_factory.mktemp("analysed-before")
     (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
-    first, copy = folder / "out", folder / "copy"
+    first, copy, second = folder / "out", folder / "copy", folder / "second"
     said = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())
@@ -117,9 +120,15 @@ def chain(spark, tmp_path_factory):
         _plant_unfinished_renders(spark, str(first))
         summaries["b"] = run("b", first, new)
         summaries["c"] = run("b", copy, new)  # the same run id: the same staging suffix
+        summaries["d"] = run("d", first, new)  # no unit changed, but the inputs hold b's staging suffix
+        shutil.copytree(first, second)
+        DeltaTable(str(second / "dirty_stmts")).delete(f"run_id = 'd' AND name = '{EDITED}'")
+        summaries["e"] = run("e", first, new)  # no unit changed since d: d's answer, with e's suffix
+        summaries["e-full"] = run("e", second, new)  # d's state does not add up: computed in full
     finally:
         logging.getLogger("dirtiness").removeHandler(handler)
-    return {"folder": folder, "new": new, "first": first, "copy": copy, "summaries": summaries, "said": said}
+    return {"folder": folder, "new": new, "first": first, "copy": copy, "second": second, "summaries": summaries,
+            "said": said}
 
 
 def _renders(out, run_id: str) -> int:
@@ -181,11 +190,11 @@ def test_full_reads_nothing_earlier_runs_left(chain, spark):
     # the chain's runs had sql.reuse_from_objects 0: under the bundled configuration none is a run to start from
     started_from, units = earlier_of(store, resolve(RunParams(**params), load_config())).units()
     assert units is None and started_from.why == ("no succeeded run with these rules, configuration and version "
-                                                  "of dirtiness: the latest, b, was computed with another "
+                                                  "of dirtiness: the latest, e, was computed with another "
                                                   "configuration")
     config = load_config(str(chain["folder"] / "conf.yaml"))
     started_from, units = earlier_of(store, resolve(RunParams(**params), config)).units()
-    assert started_from == BaseRun("b") and units.count() == chain["summaries"]["b"]["units"]["total"]
+    assert started_from == BaseRun("e") and units.count() == chain["summaries"]["e"]["units"]["total"]
 
 
 def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
@@ -212,13 +221,54 @@ def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
     tables = RunTables.open(str(chain["first"]), "b")
     database, schema = edited.row(0, named=True)["database"], edited.row(0, named=True)["schema"]
     explained = explain(tables, "object", (database, schema, EDITED))
-    assert explained.since == {"run": "a", "old": None, "new": "edited"}
+    assert explained.since == {"run": "a", "mode": "full", "old": None, "new": "edited"}
     assert "  since run a (the run this one started from): new side edited" in format_text(explained).splitlines()
-    assert explain(tables, "object", ("materialize", "auction", "bids")).since == {"run": "a", "old": None,
-                                                                                   "new": None}
+    assert explain(tables, "object", ("materialize", "auction", "bids")).since == {"run": "a", "mode": "full",
+                                                                                   "old": None, "new": None}
     page = chain["folder"] / "b.html"  # and the report, among how the run was computed
     write_report(tables, str(page), None)
     assert 'started from</th><td>run <span class="mono">a</span>: 2 units changed since' in page.read_text()
+
+
+def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chain):
+    """``e`` takes ``d``'s answer (its staging suffix replaced by its own) and gives every row a full run of the
+    same inputs gives; ``d`` did not take ``b``'s, whose suffix its inputs hold; the copy's ``e`` did not take
+    ``d``'s, one of whose rows is missing. Each says why, in its summary and its log."""
+    summaries, said = chain["summaries"], chain["said"]
+    no_change = {side: {"added": 0, "deleted": 0, "edited": 0} for side in ("old", "new")}
+    assert summaries["d"]["units"]["changes"] == summaries["e"]["units"]["changes"] == no_change
+    assert (summaries["e"]["mode"], summaries["e"]["full_because"], summaries["e"]["units"]["started_from"]) == (
+        "incremental", None, "d")
+    assert (summaries["d"]["mode"], summaries["d"]["full_because"]) == (
+        "full", f"the inputs hold {deploy_suffix('b')}, the staging suffix of run b, which its plan cannot be told "
+                "apart from")
+    assert (summaries["e-full"]["mode"], summaries["e-full"]["full_because"]) == (
+        "full", f"run d has {summaries['d']['counts']['dirty_stmts'] - 1} rows in dirty_stmts, where its runs row "
+                f"says {summaries['d']['counts']['dirty_stmts']}")
+    assert summaries["b"]["full_because"] == "2 units changed (new: 1 added, 1 edited) since run a"
+    assert "mode: incremental: no unit changed since run d, whose dirty sets and plan this run takes" in said
+    assert "fixpoint" not in summaries["e"]["seconds"] and "plan" not in summaries["e"]["seconds"]
+    assert "fixpoint" in summaries["e-full"]["seconds"]
+
+    def rows(out, table: str) -> list[str]:
+        frame = pl.read_delta(str(out / table)).filter(pl.col("run_id") == "e")
+        return sorted(map(str, frame.drop([c for c in ("seconds",) if c in frame.columns]).rows()))
+    for table in (*TABLES, "plan_decisions", "run_relations", "run_rounds", UNITS, "desired_objects"):
+        taken, computed = rows(chain["first"], table), rows(chain["second"], table)
+        assert taken, table
+        assert taken == computed, table
+    assert any(deploy_suffix("e") in row for row in rows(chain["first"], "ddl_plan"))
+    runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
+    assert [runs[r]["mode"] for r in "abde"] == ["full", "full", "full", "incremental"]
+    assert (runs["e"]["started_from"], runs["e"]["units_changed"], runs["e"]["rounds"]) == (
+        "d", 0, runs["d"]["rounds"])
+    tables = RunTables.open(str(chain["first"]), "e")  # explain and the report say where its answer came from
+    explained = format_text(explain(tables, "object", ("materialize", "auction", "bids")))
+    assert ("  since run d (the run this one started from; its answer taken from it: no unit changed): unchanged"
+            in explained.splitlines())
+    page = chain["folder"] / "e.html"
+    write_report(tables, str(page), None)
+    assert 'mode</th><td>incremental (the dirty sets and the plan of run <span class="mono">d</span>' in page.read_text()
 
 
 @pytest.mark.parametrize("changed", [{"dialect": "postgres"}, {"system_schemas": ("mz_catalog",)}])

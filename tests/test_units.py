@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dirtiness.changeset.units import changed_units_line, counts_of, unit_changes, unit_contents
+from dirtiness.changeset.units import changed_units_line, cluster_units, counts_of, unit_changes, unit_contents
 from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
 from dirtiness.store.base_run import BaseRun, base_run
 
@@ -28,6 +28,10 @@ def test_the_run_to_start_from_is_the_latest_succeeded_one_computed_alike():
     older = [_run("a", 1), _run("b", 2), _run("x", 4, status="failed"), latest := _run("c", 3, version="2.0")]
     assert base_run(latest, succeeded(older), WANTED) == BaseRun("b")
     assert base_run(None, succeeded(older), WANTED) == BaseRun(why="no succeeded run")
+    # a retry of a run never starts from itself
+    assert base_run(_run("b", 2), succeeded(older), WANTED, this_run="b") == BaseRun("a")
+    assert base_run(_run("a", 1), succeeded([_run("a", 1)]), WANTED, this_run="a") == BaseRun(
+        why="no succeeded run but a itself")
     other = [_run("a", 1, rules_fingerprint="r0"), latest := _run("c", 3, rules_fingerprint="r0", version="2.0")]
     assert base_run(latest, succeeded(other), WANTED).why == (
         "no succeeded run with these rules, configuration and version of dirtiness: the latest, c, was computed "
@@ -43,7 +47,8 @@ def test_changes_are_counted_and_said_per_side():
 
 def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(spark):
     """One job for every case: a unit's digest ignores the order of its dependencies and indexes, and changes
-    with its kind, statement, cluster, replacement flag, a dependency or an index."""
+    with its kind, statement, cluster, replacement flag, a dependency, an index or its id in its tool; a cluster
+    definition is a unit too."""
     base = {"kind": "view", "hash": "h", "cluster": None, "replacement": False, "sql": "SELECT 1", "tool_id": None}
     deps = [("b", "s", "x"), ("b", "s", "y")]
     indexes = [("i1", "c1", None), ("i2", "c2", "a")]
@@ -53,6 +58,7 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
         "sql": ({**base, "sql": "SELECT 2"}, deps, indexes), "cluster": ({**base, "cluster": "c"}, deps, indexes),
         "replacement": ({**base, "replacement": True}, deps, indexes), "dependency": (base, deps[:1], indexes),
         "index": (base, deps, [("i1", "c9", None), indexes[1]]), "no index": (base, deps, []),
+        "tool_id": ({**base, "tool_id": "model.p.x"}, deps, indexes),
     }
     objects = spark.createDataFrame([("d", "s", name, *(o[f] for f in OBJECTS.names[3:]))
                                      for name, (o, _, _) in cases.items()], OBJECTS)
@@ -60,17 +66,21 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
                                          DEPENDENCIES)
     index_rows = spark.createDataFrame([("d", "s", name, *i) for name, (_, _, ix) in cases.items() for i in ix],
                                        INDEXES)
-    units = unit_contents("new", objects, dependencies, index_rows)
+    clusters = cluster_units(spark, {"c1": "CREATE CLUSTER c1 (SIZE = 'small')", "c2": "CREATE CLUSTER c2 (SIZE = 'big')"})
+    units = unit_contents("new", objects, dependencies, index_rows).unionByName(clusters)
     earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(  # one deleted, one edited, one added
         "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
-        "CASE name WHEN 'cluster' THEN unhex('00') ELSE content END AS content")
+        "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE content END AS content")
     rows = units.selectExpr("'unit' AS what", "name", "content", "NULL AS change", "NULL AS units").unionByName(
         unit_changes(units, earlier).selectExpr("'change' AS what", "side AS name", "NULL AS content", "change",
                                                 "units")).collect()
     content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
     assert content["same"] == content["reordered"]
-    assert len({content[name] for name in cases if name != "reordered"}) == len(cases) - 1
+    assert len({content[name] for name in [*cases, "c1", "c2"] if name != "reordered"}) == len(cases) + 1
     assert all(isinstance(c, (bytes, bytearray)) and len(c) == 16 for c in content.values())  # 128 bits
     changes = {(r["name"], r["change"]): r["units"] for r in rows if r["what"] == "change"}
-    # added since: kind, hash, sql (the earlier run named it 'added'); deleted: 'added'; edited: cluster
-    assert changes == {("new", "added"): 3, ("new", "deleted"): 1, ("new", "edited"): 1}
+    # added since: kind, hash, sql (the earlier run named it 'added'); deleted: 'added'; edited: cluster, and the
+    # definition of cluster c2, a unit of the new project
+    assert changes == {("new", "added"): 3, ("new", "deleted"): 1, ("new", "edited"): 1, ("cluster", "edited"): 1}
+    assert counts_of([{"side": s, "change": c, "units": n} for (s, c), n in changes.items()])["new"] == {
+        "added": 3, "deleted": 1, "edited": 2}

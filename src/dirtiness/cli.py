@@ -87,7 +87,7 @@ def add_read_arguments(command: argparse.ArgumentParser) -> None:
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     add_input_arguments(run)
     run.add_argument("--full", action="store_true",
-                     help="start from nothing earlier runs under --out left: parse every statement again")
+                     help="start from nothing earlier runs under --out left: compute everything, parse and render every statement again")
     run.add_argument("--if-changed", action="store_true",
                      help="skip the run when the latest succeeded run had the same input fingerprints")
     run.add_argument("--report", metavar="FILE", help="also write the run's HTML report (as `dirtiness report`)")

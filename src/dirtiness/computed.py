@@ -19,6 +19,8 @@ from .plan.checks import PlanContext, PlanReport
 from .settings import RunSettings
 from .store.base_run import BaseRun
 
+FULL, INCREMENTAL = "full", "incremental"  # a run's mode: computed everything, or started from an earlier run
+
 
 @dataclass
 class Hooks:
@@ -41,6 +43,7 @@ class Earlier:
     read_rendered: Callable[[], DataFrame | None] = lambda: None  # plan statements succeeded runs rendered
     # the run this one starts from and its units (``changeset.units``), or why there is none
     read_units: Callable[[], tuple[BaseRun, DataFrame | None]] = lambda: (BaseRun(why="no earlier run given"), None)
+    read_run_table: Callable[[str, str], DataFrame] = lambda table, run_id: _no_table(table)  # a run's rows
 
     def analysis(self) -> DataFrame | None:
         """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""
@@ -54,6 +57,15 @@ class Earlier:
         """The run this one starts from (``store.base_run``) and its units' rows (``UNIT_ROWS``), or why there
         is none and None."""
         return self.read_units()
+
+    def run_table(self, table: str, run_id: str) -> DataFrame:
+        """The rows run ``run_id`` wrote to ``table`` (a lazy frame, without ``run_id``); raises when they
+        cannot be read."""
+        return self.read_run_table(table, run_id)
+
+
+def _no_table(table: str) -> DataFrame:
+    raise LookupError(f"no earlier run given to read {table} of")
 
 
 @dataclass
@@ -73,6 +85,8 @@ class RunResult:
     units: Batch | None = None        # every unit of both sides with its digest (changeset.units), for later runs
     started_from: BaseRun = field(default_factory=BaseRun)  # the run this one compared its units with, or why none
     unit_changes: dict | None = None  # {side: {change: units}} since ``started_from`` (None: no such run)
+    mode: str = FULL                  # INCREMENTAL: the outputs are those of ``started_from`` (``store.taken``)
+    full_because: str | None = None   # why a full run did not start from an earlier one
     statements: dict[str, int] = field(default_factory=dict)  # statements parsed, rendered, and reused
     report: PlanReport | None = None                          # the plan's checks and figures
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds

@@ -11,6 +11,9 @@ sql        every statement of both snapshots parsed (when any has SQL), or,
 facts      the base facts of both rule programs, their dictionaries and
            interned relations, the static parts of their rules and the
            input checks, held together
+taken      instead of ``fixpoint`` and ``plan``, when no unit changed since the
+           run this one starts from: one job for that run's outputs (or two,
+           from rows to blocks), one for every check of the plan
 fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
@@ -55,9 +58,9 @@ from .changeset.catalog import (
     object_table,
 )
 from .changeset.interning import object_names
-from .changeset.units import UNIT_ROWS, changed_units_line, unit_changes, unit_contents
+from .changeset.units import UNIT_ROWS, changed_total, changed_units_line, cluster_units, unit_changes, unit_contents
 from .changeset.units import counts_of as unit_counts
-from .computed import Earlier, Hooks, RunResult, Stages, named_stages
+from .computed import INCREMENTAL, Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
 from .datalog.holding import Batch, Hold, concat, local_batch
 from .errors import InputError, RunError, first_line
@@ -76,7 +79,7 @@ from .inputs.references import ANALYSIS, analyser, resolve_statements, statement
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, UNITS, facts_table
 from .plan import planner
-from .plan.checks import PlanContext, plan_checks, plan_report
+from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
 from .plan.decision_table import decided_subjects, decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.excluded import HeldTables, excluded_moved
@@ -89,6 +92,8 @@ from .plan.strategies import PLANNERS
 from .session import session_settings
 from .settings import RunSettings
 from .store.base_run import BaseRun, base_run
+from .store.run_log import DECISIONS, PLAN_DECISIONS, relation_rows
+from .store.taken import RUN_ROUNDS, rounds_of, suffix_in, with_suffix
 from .wording import counted
 from .work_kept import installed
 
@@ -201,11 +206,22 @@ class _Run:
         with clock("facts"):
             resolved = self.resolved(old, new, statements.analysis)
             facts, units = self.facts(resolved, earlier)
+        computed = {"facts": facts.tables, "desired": resolved.desired, "analysed": statements.parsed,
+                    "statements": statements.counts, "units": units.units, "started_from": units.started_from,
+                    "unit_changes": units.changes}
+        full_because = self.full_because(units)
+        if full_because is None:
+            with clock("taken"):
+                taken, full_because = self.taken(resolved, facts, units.started_from, earlier)
+            if taken is not None:
+                log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
+                         "takes", units.started_from.run_id)
+                return {**computed, **taken, "mode": INCREMENTAL}
+        log.info("mode: full (%s)", full_because)
+        computed = {**computed, "full_because": full_because}
         with clock("fixpoint"):
             dirty = self.evaluated(self.dirty, {n: facts.base[n] for n in self.settings.checked.base}, facts.static)
-        computed = {"facts": facts.tables, "desired": resolved.desired, "rounds": dirty.rounds,
-                    "analysed": statements.parsed, "statements": statements.counts, "units": units.units,
-                    "started_from": units.started_from, "unit_changes": units.changes}
+        computed["rounds"] = dirty.rounds
         if self.plan is None:  # strategy none: the dirty sets by name are the answer
             with clock("names"):
                 return {**computed, "tables": self.named(resolved, facts, dirty)}
@@ -213,6 +229,52 @@ class _Run:
             planned = self.planned(resolved, facts, dirty, earlier)
         rendered = planned.pop("render_counts", {})
         return {**computed, **planned, "statements": {**statements.counts, **rendered}}
+
+    def full_because(self, units: _Units) -> str | None:
+        """Why this run computes everything (None: it may take what the run it starts from computed)."""
+        started_from = units.started_from
+        if started_from.run_id is None:
+            return started_from.why
+        if changed_total(units.changes):
+            return f"{changed_units_line(units.changes)} since run {started_from.run_id}"
+        return None
+
+    def taken(self, resolved: _Resolved, facts: _Facts, started_from: BaseRun,
+              earlier: Earlier) -> tuple[dict | None, str | None]:
+        """No unit changed since ``started_from``: its dirty sets, plan and decisions are this run's
+        (``store.taken``), checked as a computed plan is: one hold (with the check that the inputs do not hold
+        that run's staging suffix), one job for the plan's checks. Returns the ``RunResult`` fields, or None and
+        why a state that cannot be read or does not add up is not taken."""
+        settings, base = self.settings, started_from.run_id
+        then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
+        tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
+                  RUN_ROUNDS]
+        old, new = resolved.old, resolved.new
+        inputs = [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
+        texts = [*(f"{n}\n{d}" for n, d in self._clusters().items()), *(f"{d}.{s}" for d, s in settings.forced)]
+        try:
+            held = self.hold({**{t: with_suffix(earlier.run_table(t, base), then, now) for t in tables},
+                              **({"suffix": suffix_in(inputs, texts, then)} if then != now else {})})
+        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            return None, f"the outputs of run {base} could not be read ({first_line(error)})"
+        if "suffix" in held and held["suffix"].dicts()[0]["count"]:
+            return None, (f"the inputs hold {then}, the staging suffix of run {base}, which its plan cannot be told "
+                          f"apart from")
+        recorded = {"ddl_plan": "ddl_operations", **{t: t for t in ("dirty_stmts", "dirty_clusters", "dirty_schemas")}}
+        for table, column in recorded.items():
+            said = (started_from.row or {}).get(column)
+            if table in held and held[table].count != said:
+                return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
+        rounds = rounds_of(held[RUN_ROUNDS].dicts())
+        fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", [])}
+        if self.plan is None:
+            return fields, None
+        columns = list(planner.plan_columns())
+        rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
+        plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
+        report = self.checked_plan(resolved, facts, fields["tables"], held[PLAN_DECISIONS], held[DECISIONS], plan)
+        return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
+                "report": report, "plan_rounds": rounds.get("plan", [])}, None
 
     def evaluated(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> Evaluation:
         """One program's fixed point, its rounds logged as they end."""
@@ -315,6 +377,8 @@ class _Run:
         started_from, before = earlier.units()
         units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
                  .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
+        if self._clusters():
+            units = units.unionByName(cluster_units(spark, self._clusters()))
         compared = {} if before is None else {"unit_changes": unit_changes(units, before),
                                               "base_units": before.groupBy().count()}
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
@@ -392,8 +456,7 @@ class _Run:
         under ``statements``)."""
         settings = self.settings
         old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.objects
-        deployed = objects.where(F.col("deployed")).select(
-            *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
+        deployed = _deployed(objects)
         planned_new = objects.where(F.col("in_new")).select(
             *KEY, F.col("new_kind").alias("kind"), F.col("new_cluster").alias("cluster"),
             F.col("new_replacement").alias("replacement"), "sql", "change")
@@ -426,20 +489,28 @@ class _Run:
             settings.strategy, decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
         table = self.holding.hold(decision_table(subjects.frame, plan.frame, indexes), try_local=self.small)
+        report = self.checked_plan(resolved, facts, tables, decisions, table, plan)
+        return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
+                "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
+                **rendered_counts}
+
+    def checked_plan(self, resolved: _Resolved, facts: _Facts, tables: dict[str, Batch], decisions: Batch,
+                     table: Batch, plan: Batch) -> PlanReport:
+        """Every check of the plan (one job), a selective run's first; the report, enforced (exit 2 or 3)."""
+        settings = self.settings
         if settings.selection is not None:
             self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in facts.tables.items()},
                                                 **{t: b.frame for t, b in tables.items()}}, decisions.frame)
-        context = PlanContext(old=old, new=new, deployed=deployed, changed=changed, dirty_stmts=dirty_stmts,
+        context = PlanContext(old=resolved.old, new=resolved.new, deployed=_deployed(facts.objects),
+                              changed=resolved.changed, dirty_stmts=tables["dirty_stmts"].frame,
                               strategy=settings.strategy, max_identifier_length=settings.dialect.max_identifier_length,
-                              apply_managed_left=apply_managed_left, decisions=table.frame)
+                              apply_managed_left=_reads_apply_managed(settings), decisions=table.frame)
         if self.hooks.on_plan_checks:
             self.hooks.on_plan_checks(context)
         checks, invariants = plan_checks(plan.frame, context)
         report = plan_report(checks.collect(), invariants)
         report.enforce(settings.allow_destructive)
-        return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
-                "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
-                **rendered_counts}
+        return report
 
     def rendered(self, rows: Batch, moved: Batch, suffix: str, earlier: Earlier) -> tuple[Batch, dict]:
         """The plan rows with their statements. From ``sql.reuse_from_objects`` objects, the statements
@@ -466,18 +537,20 @@ class _Run:
 
     def _check_selection(self, decisions: DataFrame, tables: dict[str, DataFrame], plan_decisions: DataFrame) -> None:
         """A selective run moves no object whose change was excluded (``plan.excluded``; exit 2)."""
-        from .store.run_log import PLAN_DECISIONS, relation_rows
-
         settings = self.settings
         relations = {r["relation"]: r["table"] for r in relation_rows(
             settings.checked, settings.plan_checked, settings.outputs, {}, [], [])}
         excluded_moved(settings.selection, decisions,
                        HeldTables(settings.run_id, {**tables, PLAN_DECISIONS: plan_decisions}), relations)
 
-    def _cluster_definitions(self) -> DataFrame | None:
-        """The new project's cluster definitions (mz-deploy's clusters/*.sql), a local relation: no job."""
+    def _clusters(self) -> dict[str, str]:
+        """The new project's cluster definitions (mz-deploy's clusters/*.sql) by name."""
         new = self.settings.inputs.get("new")
-        definitions = sorted(new.clusters.items()) if isinstance(new, Document) else []
+        return dict(new.clusters) if isinstance(new, Document) and new.clusters else {}
+
+    def _cluster_definitions(self) -> DataFrame | None:
+        """The new project's cluster definitions, a local relation: no job."""
+        definitions = sorted(self._clusters().items())
         if not definitions:
             return None
         return self.spark.createDataFrame(definitions, "name string, definition string")
@@ -491,6 +564,12 @@ class _Run:
                                  self.spark).frame, edges[order])
                   for group, (relations, order) in PLANNERS[self.settings.strategy].groups.items()}
         return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
+
+
+def _deployed(objects: DataFrame) -> DataFrame:
+    """``database, schema, name, kind, cluster`` of every deployed object (the numbered object table's)."""
+    return objects.where(F.col("deployed")).select(
+        *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
 
 
 def _snapshot_frames(side: str, snapshot: Snapshot) -> dict[str, DataFrame]:
@@ -542,6 +621,7 @@ def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
     if settings.full:
         return Earlier(read_units=lambda: (BaseRun(why="--full"), None))
     return Earlier(read_units=lambda: _units_before(store, settings),
+                   read_run_table=lambda table, run_id: store.read_run(table, run_id).drop("run_id"),
                    read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
                                                       "every statement is parsed"),
                    read_rendered=lambda: _kept_before(store, settings, RENDERED_STATEMENTS, RENDERED_ROWS.names,
@@ -559,7 +639,7 @@ def _units_before(store: "DeltaStore", settings: RunSettings) -> tuple[BaseRun, 
     if not store.exists("runs"):
         return BaseRun(why="no earlier run"), None
     try:
-        base = base_run(store.latest_succeeded("runs"), store.succeeded_runs, _wanted_base(settings))
+        base = base_run(store.latest_succeeded("runs"), store.succeeded_runs, _wanted_base(settings), settings.run_id)
     except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
         return BaseRun(why=f"runs could not be read ({first_line(error)})"), None
     if base.run_id is None:

@@ -14,11 +14,11 @@ import logging
 import os
 
 from .errors import PolicyError, PublishError, first_line
-from .changeset.units import changed_units_line
+from .changeset.units import changed_total, changed_units_line
 from .inputs.analysed_before import SQL_ANALYSIS
 from .plan.rendered_before import RENDERED_STATEMENTS
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES, UNITS
-from .computed import Hooks, RunResult, Stages, named_stages
+from .computed import INCREMENTAL, Hooks, RunResult, Stages, named_stages
 from .session import session_settings
 from .settings import FINGERPRINTS, RunSettings
 from .wording import counted
@@ -93,7 +93,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             write("run_stages", records(RUN_STAGES, stage_rows(seconds)))
             row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
                            plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements,
-                           started_from=result.started_from.run_id, unit_changes=result.unit_changes)
+                           started_from=result.started_from.run_id, unit_changes=result.unit_changes,
+                           mode=result.mode)
             store.replace_run("runs", records(RUNS, [row]), run_id)
     except Exception as error:
         record_failure(store, settings, result.started_at, error)
@@ -118,6 +119,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "facts": {BY_NAME[name].table: n for name, n in facts_written.items()},
         "statements": result.statements,  # statements parsed and rendered, and reused from earlier runs
         "units": _units_summary(result),
+        "mode": result.mode,  # incremental: this run's outputs are those of units.started_from
+        "full_because": result.full_because,
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -160,7 +163,7 @@ def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: 
 def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
              rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None,
              statements: dict | None = None, started_from: str | None = None,
-             unit_changes: dict | None = None) -> dict:
+             unit_changes: dict | None = None, mode: str | None = None) -> dict:
     """The ``runs`` row of a run, by column."""
     counts, statements = counts or {}, statements or {}
     return {
@@ -177,8 +180,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "statements_parsed": statements.get("parsed"), "statements_reused": statements.get("reused"),
         "statements_rendered": statements.get("rendered"), "renders_reused": statements.get("render_reused"),
         "version": installed("dirtiness"), "started_from": started_from,
-        "units_changed": None if unit_changes is None else sum(n for side in unit_changes.values()
-                                                                for n in side.values()),
+        "units_changed": None if unit_changes is None else changed_total(unit_changes), "mode": mode,
     }
 
 
@@ -199,6 +201,14 @@ def _units_line(units: dict) -> str:
     if units["started_from"] is None:
         return f"  units: {counted(units['total'] or 0, 'unit')}, not compared ({units['why']})"
     return f"  units: {changed_units_line(units['changes'])} since run {units['started_from']}"
+
+
+def _mode_line(summary: dict) -> str:
+    """How the run got its answer: computed in full (and why), or taken from the run it started from."""
+    if summary["mode"] == INCREMENTAL:
+        return (f"  mode: incremental (no unit changed: the dirty sets and the plan of run "
+                f"{summary['units']['started_from']}, checked again)")
+    return f"  mode: full ({summary['full_because']})"
 
 
 def unchanged_in(store: DeltaStore, fingerprints: dict[str, str]) -> dict | None:
@@ -236,6 +246,7 @@ def format_summary(summary: dict) -> str:
         f"{counted(len(summary['facts']), 'relation')}",
         *([_statements_line(summary["statements"])] if summary.get("statements") else []),
         *([_units_line(summary["units"])] if summary.get("units") else []),
+        *([_mode_line(summary)] if summary.get("mode") else []),
         f"  rules: {summary['rules']} ({counted(summary['rounds'], 'round')} to the fixed point)"
         + (f", {summary['plan_rules']} ({counted(summary['plan_rounds'], 'round')})" if planned else ""),
         f"  stages: {stages}",

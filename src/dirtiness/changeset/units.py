@@ -16,7 +16,7 @@ earlier one needs.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -34,12 +34,22 @@ def unit_contents(side: str, objects: DataFrame, dependencies: DataFrame, indexe
             .agg(F.array_sort(F.collect_set(F.struct("dep_database", "dep_schema", "dep_name"))).alias("deps")))
     idx = (indexes.groupBy(*KEY)
            .agg(F.array_sort(F.collect_set(F.struct("index_name", "cluster", "key"))).alias("indexes")))
-    content = F.to_json(F.struct("kind", "hash", "cluster", "replacement", "sql",
+    content = F.to_json(F.struct("kind", "hash", "cluster", "replacement", "sql", "tool_id",
                                  F.coalesce("deps", F.array()).alias("deps"),
                                  F.coalesce("indexes", F.array()).alias("indexes")))
-    digest = F.unhex(F.substring(F.sha2(content, 256), 1, 32))  # 128 bits
     return (objects.join(deps, list(KEY), "left").join(idx, list(KEY), "left")
-            .select(F.lit(side).alias("side"), *KEY, digest.alias("content")))
+            .select(F.lit(side).alias("side"), *KEY, _digest(content).alias("content")))
+
+
+def cluster_units(spark: SparkSession, definitions: dict[str, str]) -> DataFrame:
+    """The new project's cluster definitions as units (``UNIT_ROWS``): a local relation, no job."""
+    rows = [("cluster", "", "", name, definition) for name, definition in sorted(definitions.items())]
+    frame = spark.createDataFrame(rows, "side string, database string, schema string, name string, text string")
+    return frame.select("side", *KEY, _digest(F.col("text")).alias("content"))
+
+
+def _digest(text: Column) -> Column:
+    return F.unhex(F.substring(F.sha2(text, 256), 1, 32))  # 128 bits
 
 
 def unit_changes(units: DataFrame, earlier: DataFrame) -> DataFrame:
@@ -57,14 +67,19 @@ def unit_changes(units: DataFrame, earlier: DataFrame) -> DataFrame:
 def counts_of(rows: list[dict]) -> dict[str, dict[str, int]]:
     """``{side: {change: units}}`` from ``unit_changes`` rows, every side and change present (0 where none)."""
     counts = {side: {change: 0 for change in CHANGES} for side in ("old", "new")}
-    for row in rows:
-        counts[row["side"]][row["change"]] = row["units"]
+    for row in rows:  # a cluster definition is a unit of the new project
+        counts["new" if row["side"] == "cluster" else row["side"]][row["change"]] += row["units"]
     return counts
+
+
+def changed_total(changes: dict[str, dict[str, int]]) -> int:
+    """Units added, deleted or edited on either side."""
+    return sum(n for side in changes.values() for n in side.values())
 
 
 def changed_units_line(changes: dict[str, dict[str, int]]) -> str:
     """``3 units changed (new: 1 added, 2 edited)``, or ``no unit changed``."""
-    total = sum(n for side in changes.values() for n in side.values())
+    total = changed_total(changes)
     if not total:
         return "no unit changed"
     sides = "; ".join(f"{side}: " + ", ".join(f"{n} {change}" for change, n in kinds.items() if n)

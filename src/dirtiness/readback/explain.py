@@ -355,12 +355,13 @@ def _since(tables: RunTables, key: dict) -> dict | None:
     now, then = digests(tables), digests(RunTables(tables.out, {"run_id": started_from}))
     changes = {side: (None if now.get(side) == then.get(side) else "added" if side not in then
                       else "deleted" if side not in now else "edited") for side in ("old", "new")}
-    return {"run": started_from, **changes}
+    return {"run": started_from, "mode": tables.run.get("mode"), **changes}
 
 
 def _since_line(since: dict) -> str:
     changes = [f"{side} side {change}" for side in ("old", "new") if (change := since[side])]
-    return (f"  since run {since['run']} (the run this one started from): "
+    taken = "; its answer taken from it: no unit changed" if since.get("mode") == "incremental" else ""
+    return (f"  since run {since['run']} (the run this one started from{taken}): "
             + (", ".join(changes) if changes else "unchanged"))
 
 

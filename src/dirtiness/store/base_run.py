@@ -9,7 +9,7 @@ there is none, the reason is one line a user can act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .run_reads import latest_of
@@ -21,23 +21,29 @@ MATCHED = {"rules_fingerprint": "rule program", "config_fingerprint": "configura
 
 @dataclass(frozen=True)
 class BaseRun:
-    """The run a run starts from (``run_id``), or why there is none (``why``)."""
+    """The run a run starts from (``run_id``, its ``runs`` row), or why there is none (``why``)."""
 
     run_id: str | None = None
     why: str | None = None
+    row: dict | None = field(default=None, compare=False)
 
 
-def base_run(latest: dict | None, succeeded: Callable[[], list[dict]], wanted: dict[str, str]) -> BaseRun:
-    """The latest succeeded run whose ``MATCHED`` values are ``wanted``'s. ``latest``: the latest succeeded
-    run's ``runs`` row (None: there is none); ``succeeded()``: every succeeded run's row, read only when the
-    latest one does not match."""
+def base_run(latest: dict | None, succeeded: Callable[[], list[dict]], wanted: dict[str, str],
+             this_run: str | None = None) -> BaseRun:
+    """The latest succeeded run other than ``this_run`` (a retry never starts from itself) whose ``MATCHED``
+    values are ``wanted``'s. ``latest``: the latest succeeded run's ``runs`` row (None: there is none);
+    ``succeeded()``: every succeeded run's row, read only when the latest one does not do."""
+    if latest is not None and latest["run_id"] == this_run:
+        latest = latest_of([r for r in succeeded() if r["run_id"] != this_run])
+        if latest is None:
+            return BaseRun(why=f"no succeeded run but {this_run} itself")
     if latest is None:
         return BaseRun(why="no succeeded run")
     if _matches(latest, wanted):
-        return BaseRun(latest["run_id"])
-    matching = latest_of([r for r in succeeded() if _matches(r, wanted)])
+        return BaseRun(latest["run_id"], row=latest)
+    matching = latest_of([r for r in succeeded() if _matches(r, wanted) and r["run_id"] != this_run])
     if matching:
-        return BaseRun(matching["run_id"])
+        return BaseRun(matching["run_id"], row=matching)
     differs = [name for key, name in MATCHED.items() if latest.get(key) != wanted[key]]
     return BaseRun(why=f"no succeeded run with these rules, configuration and version of dirtiness: the latest, "
                        f"{latest['run_id']}, was computed with another {' and another '.join(differs)}")

@@ -45,6 +45,7 @@ RUNS = pa.schema([
     ("version", pa.string()),         # of dirtiness: a run starts only from a run of the same version
     ("started_from", pa.string()),    # the run whose units this one's were compared with (store.base_run)
     ("units_changed", pa.int64()),    # units added, deleted or edited since (changeset.units); null: no such run
+    ("mode", pa.string()),            # incremental (its outputs taken from started_from) | full; null: not finished
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),
