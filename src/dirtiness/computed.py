@@ -119,7 +119,7 @@ def named_stages(spark: SparkSession, settings: RunSettings,
 
 
 class Stages:
-    """Wall-clock seconds per named stage: ``with clock("load"): ...``."""
+    """Wall-clock seconds per named stage: ``with clock("load"): ...`` (a stage entered twice, both times)."""
 
     def __init__(self, on_stage: Callable[[str], None] | None = None,
                  name_jobs: Callable[[str], None] | None = None) -> None:
@@ -139,4 +139,4 @@ class Stages:
         try:
             yield
         finally:
-            self.seconds[name] = round(time.perf_counter() - started, 3)
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - started, 3)

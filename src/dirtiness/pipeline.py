@@ -11,9 +11,10 @@ sql        every statement of both snapshots parsed (when any has SQL), or,
 facts      the base facts of both rule programs, their dictionaries and
            interned relations, the static parts of their rules and the
            input checks, held together
-taken      instead of ``fixpoint`` and ``plan``, when no unit changed since the
-           run this one starts from: one job for that run's outputs (or two,
-           from rows to blocks), one for every check of the plan
+taken      instead of ``fixpoint``, ``plan`` and the interning and static
+           parts of ``facts``, when no unit changed since the run this one
+           starts from: one job for that run's outputs (or two, from rows to
+           blocks), one for every check of the plan
 fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
@@ -151,14 +152,23 @@ class _Resolved:
 
 
 @dataclass(frozen=True)
+class _Numbered:
+    """Every key numbered: all a run that takes an earlier run's answer reads, and what facts are interned from."""
+
+    objects: DataFrame        # the numbered object table (by name, what the plan reads)
+    names: Batch              # the numbered names of schemas, clusters, kinds and indexes
+    edges: DataFrame          # the dependencies of both sides (``changeset.catalog.edge_table``)
+    tables: dict[str, Batch]  # base relation -> its facts-table rows
+
+
+@dataclass(frozen=True)
 class _Facts:
     """The base relations of both programs, interned, and what the later stages read beside them."""
 
     base: dict[str, Batch]    # base relation -> its tuples of ids
     static: dict[str, Batch]  # the static parts of both programs' rules
     dictionary: DataFrame     # id -> name
-    objects: DataFrame        # the numbered object table (by name, what the plan reads)
-    tables: dict[str, Batch]  # base relation -> its facts-table rows
+    numbered: _Numbered
 
 
 @dataclass(frozen=True)
@@ -205,18 +215,21 @@ class _Run:
             statements = self.statements(old, new, earlier)
         with clock("facts"):
             resolved = self.resolved(old, new, statements.analysis)
-            facts, units = self.facts(resolved, earlier)
-        computed = {"facts": facts.tables, "desired": resolved.desired, "analysed": statements.parsed,
+            numbered, units = self.numbered(resolved, earlier)
+            full_because = self.full_because(units)
+            facts = None if full_because is None else self.facts(resolved, numbered)
+        computed = {"facts": numbered.tables, "desired": resolved.desired, "analysed": statements.parsed,
                     "statements": statements.counts, "units": units.units, "started_from": units.started_from,
                     "unit_changes": units.changes}
-        full_because = self.full_because(units)
-        if full_because is None:
+        if facts is None:  # no unit changed
             with clock("taken"):
-                taken, full_because = self.taken(resolved, facts, units.started_from, earlier)
+                taken, full_because = self.taken(resolved, numbered, units.started_from, earlier)
             if taken is not None:
                 log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
                          "takes", units.started_from.run_id)
                 return {**computed, **taken, "mode": INCREMENTAL}
+            with clock("facts"):  # a state not taken: the rest of the facts, its time added to the stage's
+                facts = self.facts(resolved, numbered)
         log.info("mode: full (%s)", full_because)
         computed = {**computed, "full_because": full_because}
         with clock("fixpoint"):
@@ -239,7 +252,7 @@ class _Run:
             return f"{changed_units_line(units.changes)} since run {started_from.run_id}"
         return None
 
-    def taken(self, resolved: _Resolved, facts: _Facts, started_from: BaseRun,
+    def taken(self, resolved: _Resolved, numbered: _Numbered, started_from: BaseRun,
               earlier: Earlier) -> tuple[dict | None, str | None]:
         """No unit changed since ``started_from``: its dirty sets, plan and decisions are this run's
         (``store.taken``), checked as a computed plan is: one hold (with the check that the inputs do not hold
@@ -272,7 +285,7 @@ class _Run:
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
         plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
-        report = self.checked_plan(resolved, facts, fields["tables"], held[PLAN_DECISIONS], held[DECISIONS], plan)
+        report = self.checked_plan(resolved, numbered, fields["tables"], held[PLAN_DECISIONS], held[DECISIONS], plan)
         return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
                 "report": report, "plan_rounds": rounds.get("plan", [])}, None
 
@@ -355,23 +368,21 @@ class _Run:
         return _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
                          held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
 
-    def units(self, numbered: dict[str, Batch], started_from: BaseRun) -> _Units:
-        """Both sides' units as ``facts`` held them, and what changed since the run this one starts from. A run
+    def units(self, held: dict[str, Batch], started_from: BaseRun) -> _Units:
+        """Both sides' units as ``numbered`` held them, and what changed since the run this one starts from. A run
         that left no units is none to start from."""
-        if started_from.run_id is not None and not numbered["base_units"].dicts()[0]["count"]:
+        if started_from.run_id is not None and not held["base_units"].dicts()[0]["count"]:
             started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
         if started_from.run_id is None:
             log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
-            return _Units(numbered["units"], started_from, None)
-        changes = unit_counts(numbered["unit_changes"].dicts())
+            return _Units(held["units"], started_from, None)
+        changes = unit_counts(held["unit_changes"].dicts())
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
-        return _Units(numbered["units"], started_from, changes)
+        return _Units(held["units"], started_from, changes)
 
-    def facts(self, resolved: _Resolved, earlier: Earlier) -> tuple[_Facts, _Units]:
-        """The base relations of both programs as views of the interned object table, edges and indexes
-        (``changeset.catalog``): the keys numbered (one hold, with the facts tables of a small catalog and the
-        units compared with the run this one starts from), interned (one hold), then the static parts of both
-        programs' rules (one hold)."""
+    def numbered(self, resolved: _Resolved, earlier: Earlier) -> tuple[_Numbered, _Units]:
+        """The keys of both sides numbered (``changeset.catalog``), with the facts tables of a small catalog and
+        the units compared with the run this one starts from: one hold."""
         settings, spark = self.settings, self.spark
         old, new, changed = resolved.old, resolved.new, resolved.changed
         started_from, before = earlier.units()
@@ -391,19 +402,28 @@ class _Run:
                      "clashes": id_clashes(numbered_objects_, numbered_names_), "units": units,
                      **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})}
         try:
-            numbered = self.hold({**numbering, **compared})
+            held = self.hold({**numbering, **compared})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             if not compared:
                 raise
             started_from = BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})")
-            numbered = self.hold(numbering)
-        units_ = self.units(numbered, started_from)
-        if numbered["clashes"].count:
-            kind, id_ = min((r["kind"], r["id"]) for r in numbered["clashes"].dicts())
-            clash = clash_detail(numbered["objects"].frame, numbered["names"].frame, kind, id_)
+            held = self.hold(numbering)
+        units_ = self.units(held, started_from)
+        if held["clashes"].count:
+            kind, id_ = min((r["kind"], r["id"]) for r in held["clashes"].dicts())
+            clash = clash_detail(held["objects"].frame, held["names"].frame, kind, id_)
             raise RunError(f"two keys have the same id ({clash}): set interning_seed in the configuration to "
                            "another integer and run again")
-        objects, names = numbered["objects"].frame, numbered["names"].frame
+        tables = {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
+        return _Numbered(held["objects"].frame, held["names"], edges, tables), units_
+
+    def facts(self, resolved: _Resolved, numbered: _Numbered) -> _Facts:
+        """The base relations of both programs as views of the interned object table, edges and indexes
+        (``changeset.catalog``): interned (one hold), then the static parts of both programs' rules (one
+        hold)."""
+        settings, spark = self.settings, self.spark
+        old, new, edges = resolved.old, resolved.new, numbered.edges
+        objects, names = numbered.objects, numbered.names.frame
         forced = spark.createDataFrame(sorted(set(settings.forced)), "database string, schema string")
         defined = {}
         if settings.clusters_outside:  # the project's own clusters, by their files
@@ -413,15 +433,14 @@ class _Run:
                           "indexes": interned_indexes(new.indexes, objects, names),
                           "forced": interned_forced(forced, names),
                           "old_clusters": interned_clusters(old.indexes, names), **defined})
-        interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered["names"], held["forced"],
+        interned_ = Interned(held["objects"], held["edges"], held["indexes"], numbered.names, held["forced"],
                              held["old_clusters"], held.get("defined_clusters"))
-        over_rows = all(b.local for b in (*held.values(), numbered["names"]))  # a round is worth trying as rows
+        over_rows = all(b.local for b in (*held.values(), numbered.names))  # a round is worth trying as rows
         base = {n: Batch(f, None, over_rows=over_rows) for n, f in interned_.relations(settings.dialect.clusters).items()}
         static = self.hold({**self.dirty.static_requests({n: base[n] for n in BY_NAME}),
                             **(self.plan.static_requests({n: base[n] for n in settings.plan_checked.base
                                                           if n in base}) if self.plan else {})})
-        tables = {n: numbered[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
-        return _Facts(base, static, dictionary(objects, names), objects, tables), units_
+        return _Facts(base, static, dictionary(objects, names), numbered)
 
     def _raise(self, checks: Batch | None, problems: dict[str, DataFrame], warnings: dict[str, DataFrame]) -> None:
         """The input checks read back: a warning logged, the first problem raised (exit 2)."""
@@ -455,7 +474,7 @@ class _Run:
         Returns the ``RunResult`` fields of the plan (and the counts of its statements rendered and reused
         under ``statements``)."""
         settings = self.settings
-        old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.objects
+        old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.numbered.objects
         deployed = _deployed(objects)
         planned_new = objects.where(F.col("in_new")).select(
             *KEY, F.col("new_kind").alias("kind"), F.col("new_cluster").alias("cluster"),
@@ -489,19 +508,19 @@ class _Run:
             settings.strategy, decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
         table = self.holding.hold(decision_table(subjects.frame, plan.frame, indexes), try_local=self.small)
-        report = self.checked_plan(resolved, facts, tables, decisions, table, plan)
+        report = self.checked_plan(resolved, facts.numbered, tables, decisions, table, plan)
         return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
                 "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
                 **rendered_counts}
 
-    def checked_plan(self, resolved: _Resolved, facts: _Facts, tables: dict[str, Batch], decisions: Batch,
+    def checked_plan(self, resolved: _Resolved, numbered: _Numbered, tables: dict[str, Batch], decisions: Batch,
                      table: Batch, plan: Batch) -> PlanReport:
         """Every check of the plan (one job), a selective run's first; the report, enforced (exit 2 or 3)."""
         settings = self.settings
         if settings.selection is not None:
-            self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in facts.tables.items()},
+            self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in numbered.tables.items()},
                                                 **{t: b.frame for t, b in tables.items()}}, decisions.frame)
-        context = PlanContext(old=resolved.old, new=resolved.new, deployed=_deployed(facts.objects),
+        context = PlanContext(old=resolved.old, new=resolved.new, deployed=_deployed(numbered.objects),
                               changed=resolved.changed, dirty_stmts=tables["dirty_stmts"].frame,
                               strategy=settings.strategy, max_identifier_length=settings.dialect.max_identifier_length,
                               apply_managed_left=_reads_apply_managed(settings), decisions=table.frame)
