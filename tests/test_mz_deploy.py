@@ -1,5 +1,7 @@
 """mz-deploy project folders in (tests/data/mz_deploy: v1 and v2 of a small project, see its README)."""
 
+import json
+
 import pytest
 
 from dirtiness.cli import main
@@ -236,6 +238,21 @@ def test_mz_deploy_semantics_on_two_checkouts(spark, tmp_path, caplog, capsys, m
     assert len(warned) == 1 and "materialize.sources.kafka_conn (connection, modified)" in warned[0]
     assert "materialize.storage.users (table, modified)" in warned[0]
     assert "api_key" not in warned[0]  # a secret's value is not hashed: a new value is apply's, unseen here
+
+    # a cluster definition is a unit: the next run after only hot's size changed computes again (it would
+    # otherwise take run mzd's answer, the old size and all)
+    (new / "clusters" / "hot.sql").write_text("CREATE CLUSTER hot (SIZE = '100cc');\nGRANT USAGE ON CLUSTER hot "
+                                             "TO analyst;")
+    with caplog.at_level("INFO", logger="dirtiness"):
+        assert main(["run", "--old", str(old), "--new", str(new), "--out", str(out), "--run-id", "mzd-resized",
+                     "--summary-json", str(tmp_path / "resized.json")]) == 0
+    resized = json.loads((tmp_path / "resized.json").read_text())
+    assert (resized["mode"], resized["full_because"]) == ("full", "1 unit changed (new: 1 edited) since run mzd")
+    created = pl.read_delta(str(out / "ddl_plan")).filter((pl.col("run_id") == "mzd-resized")
+                                                          & (pl.col("object_type") == "cluster"))
+    assert created.get_column("statement").to_list() == [
+        "CREATE CLUSTER \"hot\" (SIZE = '100cc'); GRANT USAGE ON CLUSTER \"hot\" TO analyst"]
+    plan = plan.filter(pl.col("run_id") == "mzd")
 
     # the planted values: in no table, file, page, log line or printed line
     printed = capsys.readouterr()
