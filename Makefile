@@ -81,6 +81,7 @@ bench: setup
 	$(BIN)/python bench/run.py --objects 100000
 	$(BIN)/python bench/run.py --objects 1000000
 	$(BIN)/python bench/dbt_manifest.py --copies 30
+	$(BIN)/python bench/chain.py --objects 2000 --steps 10
 
 clean:
 	rm -rf out .pytest_cache test-artifacts

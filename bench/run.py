@@ -43,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from answers import answer_of  # noqa: E402
 from floor import reachability_rounds  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
@@ -210,7 +211,7 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
             summary = run(spark, settings)
             figures.append({"full": full, "mode": summary["mode"], "seconds": summary["seconds"]["total"],
                             "jobs": work_of.take()["jobs"],
-                            "stages": summary["seconds"], "answer": _answer(root, run_id)})
+                            "stages": summary["seconds"], "answer": answer_of(root, run_id)})
             print(json.dumps({k: v for k, v in figures[-1].items() if k != "answer"} | {"run": run_id}),
                   file=sys.stderr, flush=True)
     nexts, fulls = [f for f in figures if not f["full"]], [f for f in figures if f["full"]]
@@ -230,22 +231,6 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
           f"{budget:.2f}x: {'met' if ratio <= budget else 'NOT MET'}; same rows: {figures_['same_rows']}; "
           f"kept for later runs {kept:,} bytes beside {facts:,} of facts", file=sys.stderr)
     return figures_
-
-
-def _answer(root: str, run_id: str) -> str:
-    """A digest of a run's dirty sets, plan and decisions (its run id and staging suffix made alike)."""
-    import hashlib
-
-    import polars as pl
-
-    from dirtiness.plan.operations import deploy_suffix
-
-    digest = hashlib.sha256()
-    for table in ("dirty_stmts", "dirty_clusters", "dirty_schemas", "ddl_plan", "plan_decisions", "decisions"):
-        frame = pl.read_delta(os.path.join(root, table)).filter(pl.col("run_id") == run_id).drop("run_id")
-        rows = sorted(str(r).replace(deploy_suffix(run_id), "{suffix}") for r in frame.rows())
-        digest.update("\n".join([table, *rows]).encode())
-    return digest.hexdigest()
 
 
 def _bytes(folder: str) -> int:

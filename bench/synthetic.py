@@ -102,21 +102,25 @@ def _poisson2(rng: random.Random) -> int:
     return rng.choice([1, 2, 2, 3])
 
 
+SCHEMAS = {
+    "objects": pa.schema([*(pa.field(c, pa.string()) for c in ("database", "schema", "name", "kind", "hash", "cluster")),
+                          pa.field("replacement", pa.bool_()), pa.field("sql", pa.string())]),
+    "dependencies": pa.schema([pa.field(c, pa.string()) for c in ("database", "schema", "name", "dep_database",
+                                                                  "dep_schema", "dep_name")]),
+    "indexes": pa.schema([pa.field(c, pa.string()) for c in ("database", "schema", "name", "index_name", "cluster")]),
+}
+
+
 def _tables(rows: list[dict], deps: list[tuple], indexes: list[tuple]) -> dict:
-    objects = {c: [r[c] for r in rows] for c in ("database", "schema", "name", "kind", "hash", "cluster",
-                                                   "replacement", "sql")}
-    dep_cols = ("database", "schema", "name", "dep_database", "dep_schema", "dep_name")
-    idx_cols = ("database", "schema", "name", "index_name", "cluster")
-    return {
-        "objects": pa.table(objects, schema=pa.schema([*(pa.field(c, pa.string()) for c in
-                                                          ("database", "schema", "name", "kind", "hash", "cluster")),
-                                                        pa.field("replacement", pa.bool_()),
-                                                        pa.field("sql", pa.string())])),
-        "dependencies": pa.table({c: [d[i] for d in deps] for i, c in enumerate(dep_cols)},
-                                 schema=pa.schema([pa.field(c, pa.string()) for c in dep_cols])),
-        "indexes": pa.table({c: [x[i] for x in indexes] for i, c in enumerate(idx_cols)},
-                            schema=pa.schema([pa.field(c, pa.string()) for c in idx_cols])),
-    }
+    return tables_of({"objects": rows,
+                      "dependencies": [dict(zip(SCHEMAS["dependencies"].names, d)) for d in deps],
+                      "indexes": [dict(zip(SCHEMAS["indexes"].names, x)) for x in indexes]})
+
+
+def tables_of(rows: dict[str, list[dict]]) -> dict:
+    """Each snapshot table's rows (dicts by column; other keys ignored) as an Arrow table."""
+    return {name: pa.Table.from_pylist([{c: r[c] for c in schema.names} for r in rows[name]], schema=schema)
+            for name, schema in SCHEMAS.items()}
 
 
 def write_snapshot(tables: dict, folder: str) -> str:
