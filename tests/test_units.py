@@ -4,8 +4,16 @@ from, and which run that is (``store.base_run``)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 
-from dirtiness.changeset.units import changed_units_line, cluster_units, counts_of, unit_changes, unit_contents
+from dirtiness.changeset.units import (
+    changed_units_line,
+    cluster_units,
+    counts_of,
+    left_none,
+    unit_changes,
+    unit_contents,
+)
 from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
 from dirtiness.store.base_run import BaseRun, base_run
 
@@ -39,10 +47,14 @@ def test_the_run_to_start_from_is_the_latest_succeeded_one_computed_alike():
 
 
 def test_changes_are_counted_and_said_per_side():
-    counts = counts_of([{"side": "new", "change": "edited", "units": 2}, {"side": "old", "change": "added", "units": 1}])
+    counts = counts_of({"new:edited": 2, "old:added": 1})
     assert counts == {"old": {"added": 1, "deleted": 0, "edited": 0}, "new": {"added": 0, "deleted": 0, "edited": 2}}
     assert changed_units_line(counts) == "3 units changed (old: 1 added; new: 2 edited)"
-    assert changed_units_line(counts_of([])) == "no unit changed"
+    assert changed_units_line(counts_of({})) == "no unit changed"
+    assert counts_of({"cluster:edited": 1, "new:edited": 1})["new"]["edited"] == 2  # the new project's clusters
+    # a run whose every unit is added, none deleted or edited, was compared with a run that left none
+    assert left_none(counts_of({"new:added": 3}), 3) and not left_none(counts_of({"new:added": 3}), 4)
+    assert not left_none(counts_of({"new:added": 3, "old:deleted": 1}), 3) and not left_none(counts_of({}), 0)
 
 
 def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(spark):
@@ -71,16 +83,15 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(  # one deleted, one edited, one added
         "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
         "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE content END AS content")
-    rows = units.selectExpr("'unit' AS what", "name", "content", "NULL AS change", "NULL AS units").unionByName(
-        unit_changes(units, earlier).selectExpr("'change' AS what", "side AS name", "NULL AS content", "change",
-                                                "units")).collect()
+    rows = units.selectExpr("'unit' AS what", "name", "content", "NULL AS change").unionByName(
+        unit_changes(units, earlier).frame.selectExpr("'change' AS what", "side AS name", "NULL AS content",
+                                                      "change_of AS change")).collect()
     content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
     assert content["same"] == content["reordered"]
     assert len({content[name] for name in [*cases, "c1", "c2"] if name != "reordered"}) == len(cases) + 1
     assert all(isinstance(c, (bytes, bytearray)) and len(c) == 16 for c in content.values())  # 128 bits
-    changes = {(r["name"], r["change"]): r["units"] for r in rows if r["what"] == "change"}
+    changes = Counter(r["change"] for r in rows if r["what"] == "change")  # what a hold split by it counts
     # added since: kind, hash, sql (the earlier run named it 'added'); deleted: 'added'; edited: cluster, and the
     # definition of cluster c2, a unit of the new project
-    assert changes == {("new", "added"): 3, ("new", "deleted"): 1, ("new", "edited"): 1, ("cluster", "edited"): 1}
-    assert counts_of([{"side": s, "change": c, "units": n} for (s, c), n in changes.items()])["new"] == {
-        "added": 3, "deleted": 1, "edited": 2}
+    assert changes == {"new:added": 3, "new:deleted": 1, "new:edited": 1, "cluster:edited": 1}
+    assert counts_of(changes)["new"] == {"added": 3, "deleted": 1, "edited": 2}

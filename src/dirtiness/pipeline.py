@@ -59,7 +59,15 @@ from .changeset.catalog import (
     object_table,
 )
 from .changeset.interning import object_names
-from .changeset.units import UNIT_ROWS, changed_total, changed_units_line, cluster_units, unit_changes, unit_contents
+from .changeset.units import (
+    UNIT_ROWS,
+    changed_total,
+    changed_units_line,
+    cluster_units,
+    left_none,
+    unit_changes,
+    unit_contents,
+)
 from .changeset.units import counts_of as unit_counts
 from .computed import INCREMENTAL, Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
@@ -371,12 +379,12 @@ class _Run:
     def units(self, held: dict[str, Batch], started_from: BaseRun) -> _Units:
         """Both sides' units as ``numbered`` held them, and what changed since the run this one starts from. A run
         that left no units is none to start from."""
-        if started_from.run_id is not None and not held["base_units"].dicts()[0]["count"]:
+        changes = unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held else None
+        if started_from.run_id is not None and left_none(changes, held["units"].count):
             started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
         if started_from.run_id is None:
             log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
             return _Units(held["units"], started_from, None)
-        changes = unit_counts(held["unit_changes"].dicts())
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
         return _Units(held["units"], started_from, changes)
 
@@ -390,8 +398,7 @@ class _Run:
                  .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
         if self._clusters():
             units = units.unionByName(cluster_units(spark, self._clusters()))
-        compared = {} if before is None else {"unit_changes": unit_changes(units, before),
-                                              "base_units": before.groupBy().count()}
+        compared = {} if before is None else {"unit_changes": unit_changes(units, before)}
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
         table = object_table(old, new, changed, settings.dialect)
         edges = edge_table(old, new)

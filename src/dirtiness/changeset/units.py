@@ -20,12 +20,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..datalog.holding import Hold
 from ..model import KEY
 from ..wording import counted
 
 UNIT_ROWS = T.StructType([T.StructField("side", T.StringType()), *(T.StructField(c, T.StringType()) for c in KEY),
                           T.StructField("content", T.BinaryType())])
-CHANGES = ("added", "deleted", "edited")  # a unit this run has and the earlier one lacks, the reverse, or both
+CHANGES = ("added", "deleted", "edited")
+CHANGE_OF = "change_of"  # a unit this run has and the earlier one lacks, the reverse, or both
 
 
 def unit_contents(side: str, objects: DataFrame, dependencies: DataFrame, indexes: DataFrame) -> DataFrame:
@@ -52,24 +54,33 @@ def _digest(text: Column) -> Column:
     return F.unhex(F.substring(F.sha2(text, 256), 1, 32))  # 128 bits
 
 
-def unit_changes(units: DataFrame, earlier: DataFrame) -> DataFrame:
-    """``side, change, units``: how many units of each side were added, deleted or edited since ``earlier`` (the
-    units of the run this one starts from); a side and change with none has no row."""
+def unit_changes(units: DataFrame, earlier: DataFrame) -> Hold:
+    """``side, change, change_of`` of every unit added, deleted or edited since ``earlier`` (the units of the run
+    this one starts from), held split by ``CHANGE_OF`` (``side:change``): the hold counts them (``counts_of``),
+    so nothing is collected to learn what changed."""
     keys = ["side", *KEY]
     joined = (units.select(*keys, F.col("content").alias("now"))
               .join(earlier.select(*keys, F.col("content").alias("then")), keys, "full_outer"))
     change = (F.when(F.col("then").isNull(), F.lit("added")).when(F.col("now").isNull(), F.lit("deleted"))
               .when(F.col("now") != F.col("then"), F.lit("edited")))
-    return (joined.select("side", change.alias("change")).where(F.col("change").isNotNull())
-            .groupBy("side", "change").agg(F.count(F.lit(1)).alias("units")))
+    changed = joined.select("side", change.alias("change")).where(F.col("change").isNotNull())
+    return Hold(changed.withColumn(CHANGE_OF, F.concat_ws(":", "side", "change")), split=CHANGE_OF)
 
 
-def counts_of(rows: list[dict]) -> dict[str, dict[str, int]]:
-    """``{side: {change: units}}`` from ``unit_changes`` rows, every side and change present (0 where none)."""
-    counts = {side: {change: 0 for change in CHANGES} for side in ("old", "new")}
-    for row in rows:  # a cluster definition is a unit of the new project
-        counts["new" if row["side"] == "cluster" else row["side"]][row["change"]] += row["units"]
-    return counts
+def counts_of(counts: dict[str, int]) -> dict[str, dict[str, int]]:
+    """``{side: {change: units}}`` from the counts of a held ``unit_changes`` (``{"new:edited": 2}``), every
+    side and change present (0 where none)."""
+    changes = {side: {change: 0 for change in CHANGES} for side in ("old", "new")}
+    for change_of, units in counts.items():
+        side, change = change_of.split(":")
+        changes["new" if side == "cluster" else side][change] += units  # a cluster definition: the new project's
+    return changes
+
+
+def left_none(changes: dict[str, dict[str, int]], units: int) -> bool:
+    """Whether the run compared with left no units: every one of this run's was added, none deleted or edited."""
+    added = sum(side["added"] for side in changes.values())
+    return units > 0 and added == units == changed_total(changes)
 
 
 def changed_total(changes: dict[str, dict[str, int]]) -> int:
