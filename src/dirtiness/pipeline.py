@@ -101,8 +101,8 @@ from .plan.strategies import PLANNERS
 from .session import session_settings
 from .settings import RunSettings
 from .store.base_run import BaseRun, base_run
-from .store.run_log import DECISIONS, PLAN_DECISIONS, relation_rows
-from .store.taken import RUN_ROUNDS, rounds_of, suffix_in, with_suffix
+from .store.run_log import DECISIONS, PLAN_DECISIONS, ROUNDS_TABLE, relation_rows
+from .store.taken import rounds_of, suffix_in, with_suffix
 from .wording import counted
 from .work_kept import installed
 
@@ -269,7 +269,7 @@ class _Run:
         settings, base = self.settings, started_from.run_id
         then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
         tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
-                  RUN_ROUNDS]
+                  ROUNDS_TABLE]
         old, new = resolved.old, resolved.new
         inputs = [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
         texts = [*(f"{n}\n{d}" for n, d in self._clusters().items()), *(f"{d}.{s}" for d, s in settings.forced)]
@@ -286,7 +286,7 @@ class _Run:
             said = (started_from.row or {}).get(column)
             if table in held and held[table].count != said:
                 return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
-        rounds = rounds_of(held[RUN_ROUNDS].dicts())
+        rounds = rounds_of(held[ROUNDS_TABLE].dicts())
         fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", [])}
         if self.plan is None:
             return fields, None
@@ -396,8 +396,9 @@ class _Run:
         started_from, before = earlier.units()
         units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
                  .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
-        if self._clusters():
-            units = units.unionByName(cluster_units(spark, self._clusters()))
+        clusters = self._clusters()
+        if clusters:
+            units = units.unionByName(cluster_units(spark, clusters))
         compared = {} if before is None else {"unit_changes": unit_changes(units, before)}
         dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
         table = object_table(old, new, changed, settings.dialect)

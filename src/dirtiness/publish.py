@@ -31,6 +31,7 @@ from .store.run_log import (
     DRIFT_ROWS,
     PLAN_DECISIONS,
     RUN_RELATIONS,
+    ROUNDS_TABLE,
     RUN_ROUNDS,
     RUN_STAGES,
     RUNS,
@@ -85,7 +86,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             write("run_relations", records(RUN_RELATIONS, relation_rows(
                 settings.checked, settings.plan_checked, settings.outputs, facts_written, result.rounds,
                 result.plan_rounds)))
-            write("run_rounds", records(RUN_ROUNDS, round_rows(result.rounds, "rules")
+            write(ROUNDS_TABLE, records(RUN_ROUNDS, round_rows(result.rounds, "rules")
                                         + round_rows(result.plan_rounds, "plan")))
         seconds = {**result.seconds, **clock.seconds}
         finished_at = dt.datetime.now(dt.timezone.utc)

@@ -54,6 +54,7 @@ RUN_RELATIONS = pa.schema([
     ("tuples", pa.int64()),
     ("program", pa.string()),  # rules (the dirty rules) | plan (the strategy's rules)
 ])
+ROUNDS_TABLE = "run_rounds"  # the rounds of both rule programs, a row per relation and round
 RUN_ROUNDS = pa.schema([
     ("round", pa.int32()), ("stratum", pa.int32()), ("relation", pa.string()), ("derived", pa.int64()),
     ("seconds", pa.float64()), ("program", pa.string()),

@@ -22,8 +22,6 @@ from pyspark.sql import types as T
 
 from ..datalog.engine import RoundLog
 
-RUN_ROUNDS = "run_rounds"
-
 
 def with_suffix(frame: DataFrame, then: str, now: str) -> DataFrame:
     """``frame`` with ``then`` replaced by ``now`` in every string column (as is when they are the same: a
