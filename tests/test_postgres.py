@@ -276,6 +276,25 @@ def test_the_log_keeps_a_week_of_commits_and_of_replaced_files_and_an_owners_set
     assert sorted(theirs.states()) == list(range(12))
 
 
+def _killed_mid_statement(argv: list[str], env: dict, dsn: str, statements: int) -> bool:
+    """``dirtiness apply`` started, and killed while the database runs the ``statements``-th of its statements
+    that this watch sees (not after a guessed delay); False when it ended first."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen, deadline = set(), time.monotonic() + 60
+    with psycopg.connect(dsn, autocommit=True) as watch:
+        while process.poll() is None and len(seen) < statements:
+            seen.update(q for (q,) in watch.execute(
+                "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() "
+                "AND query LIKE 'CREATE MATERIALIZED VIEW%'").fetchall())
+            assert time.monotonic() < deadline, "apply ran too few of its statements"
+            time.sleep(0.01)  # polled: the kill follows what the database does
+    if process.poll() is not None:
+        return False
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return True
+
+
 def test_apply_killed_part_way_resumes_and_runs_nothing_twice(postgres, batch, tmp_path):
     expected = fresh_state(postgres, batch, "slow")
     dsn = deployed_database(postgres, batch, "slow")
@@ -283,14 +302,10 @@ def test_apply_killed_part_way_resumes_and_runs_nothing_twice(postgres, batch, t
     argv = [sys.executable, "-m", "dirtiness.cli", "apply", "--out", out, "--run-id", "bg",
             "--database", "slow", "--parallel", "2"]
     env = {**os.environ, "DIRTINESS_DSN": dsn}
-    kills, delays = 0, random.Random(SEED)
-    for _ in range(12):
-        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(delays.uniform(0.4, 1.4))  # the process needs ~0.4 s to start; a batch of MVs takes 0.2 s
-        if process.poll() is not None:
+    kills, statements = 0, random.Random(SEED)
+    for _ in range(12):  # each attempt killed while the database runs its first, second or third statement
+        if not _killed_mid_statement(argv, env, dsn, statements.randint(1, 3)):
             break
-        process.send_signal(signal.SIGKILL)
-        process.wait()
         kills += 1
     finished = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0, finished.stderr[-2000:]
