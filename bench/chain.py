@@ -1,6 +1,6 @@
 """Benchmark: a seeded sequence of hourly runs into one output root, each against a full run of the same inputs.
 
-    python bench/chain.py [--objects 2000] [--steps 10] [--seed 11] [--strategy blue-green]
+    python bench/chain.py [--objects 2000] [--steps 10] [--seed 11] [--strategy blue-green] [--rules index_aware]
 
 Each step changes the synthetic catalog of ``synthetic.generate`` one way, drawn
 from the seed (``CHANGES``, nothing as often as three others): nothing (the
@@ -47,6 +47,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--strategy", default=None)
+    parser.add_argument("--rules", default=None, help="a rule program (a bundled one by name, as `run --rules`)")
     parser.add_argument("--keep", help="a folder to keep the catalogs and outputs in")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
@@ -72,7 +73,8 @@ def chain(args: argparse.Namespace, work: str) -> int:
         figures = {"step": step, "change": change}
         for label, root, full in (("chained", out, False), ("full", os.path.join(folder, "full"), True)):
             settings = resolve(RunParams(old=paths["old"], new=paths["new"], out=root, run_id=f"step-{step}",
-                                         full=full, strategy=args.strategy, allow_destructive=True), config)
+                                         full=full, rules=args.rules, strategy=args.strategy,
+                                         allow_destructive=True), config)
             work_of = SparkWork(spark)
             summary = run(spark, settings)
             figures[label] = {"mode": summary["mode"], "seconds": summary["seconds"]["total"],
@@ -93,9 +95,10 @@ def chain(args: argparse.Namespace, work: str) -> int:
     spark.stop()
     for failure in failures:
         print(failure, file=sys.stderr)
-    print(json.dumps({"objects": args.objects, "seed": args.seed, "steps": [
-        {k: ({kk: vv for kk, vv in v.items() if kk != "answer"} if isinstance(v, dict) else v) for k, v in s.items()}
-        for s in steps], "failures": failures}))
+    shown = [{k: ({kk: vv for kk, vv in v.items() if kk != "answer"} if isinstance(v, dict) else v)
+              for k, v in s.items()} for s in steps]
+    print(json.dumps({"objects": args.objects, "seed": args.seed, "rules": args.rules, "strategy": args.strategy,
+                      "steps": shown, "failures": failures}))
     return 1 if failures else 0
 
 

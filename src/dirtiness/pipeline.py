@@ -8,13 +8,15 @@ has passed its checks. Every Spark job a run pays for is one of these:
 load       table-form snapshots: validated and counted (documents: none)
 sql        every statement of both snapshots parsed (when any has SQL), or,
            from ``sql.reuse_from_objects`` objects, those no earlier run analysed
-facts      the base facts of both rule programs, their dictionaries and
-           interned relations, the static parts of their rules and the
-           input checks, held together
-taken      instead of ``fixpoint``, ``plan`` and the interning and static
-           parts of ``facts``, when no unit changed since the run this one
-           starts from: one job for that run's outputs (or two, from rows to
-           blocks), one for every check of the plan
+facts      the input checks with the units compared with the run this one
+           starts from (one hold); then, unless that run's answer is taken,
+           the keys numbered, the base facts of both rule programs interned
+           and the static parts of their rules (a hold each)
+taken      instead of ``fixpoint``, ``plan`` and the numbering, interning and
+           static parts of ``facts``, when no unit changed since the run this
+           one starts from: one job for that run's outputs and this run's
+           facts tables (or two, from rows to blocks), one for every check of
+           the plan
 fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
@@ -161,7 +163,7 @@ class _Resolved:
 
 @dataclass(frozen=True)
 class _Numbered:
-    """Every key numbered: all a run that takes an earlier run's answer reads, and what facts are interned from."""
+    """Every key numbered (a full run's): what facts are interned from."""
 
     objects: DataFrame        # the numbered object table (by name, what the plan reads)
     names: Batch              # the numbered names of schemas, clusters, kinds and indexes
@@ -222,22 +224,21 @@ class _Run:
         with clock("sql"):
             statements = self.statements(old, new, earlier)
         with clock("facts"):
-            resolved = self.resolved(old, new, statements.analysis)
-            numbered, units = self.numbered(resolved, earlier)
+            resolved, units = self.resolved(old, new, statements.analysis, earlier)
             full_because = self.full_because(units)
-            facts = None if full_because is None else self.facts(resolved, numbered)
-        computed = {"facts": numbered.tables, "desired": resolved.desired, "analysed": statements.parsed,
-                    "statements": statements.counts, "units": units.units, "started_from": units.started_from,
-                    "unit_changes": units.changes}
+            facts = None if full_because is None else self.facts(resolved, self.numbered(resolved))
+        computed = {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
+                    "units": units.units, "started_from": units.started_from, "unit_changes": units.changes}
         if facts is None:  # no unit changed
             with clock("taken"):
-                taken, full_because = self.taken(resolved, numbered, units.started_from, earlier)
+                taken, full_because = self.taken(resolved, units.started_from, earlier)
             if taken is not None:
                 log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
                          "takes", units.started_from.run_id)
                 return {**computed, **taken, "mode": INCREMENTAL}
             with clock("facts"):  # a state not taken: the rest of the facts, its time added to the stage's
-                facts = self.facts(resolved, numbered)
+                facts = self.facts(resolved, self.numbered(resolved))
+        computed["facts"] = facts.numbered.tables
         log.info("mode: full (%s)", full_because)
         computed = {**computed, "full_because": full_because}
         with clock("fixpoint"):
@@ -260,12 +261,12 @@ class _Run:
             return f"{changed_units_line(units.changes)} since run {started_from.run_id}"
         return None
 
-    def taken(self, resolved: _Resolved, numbered: _Numbered, started_from: BaseRun,
-              earlier: Earlier) -> tuple[dict | None, str | None]:
+    def taken(self, resolved: _Resolved, started_from: BaseRun, earlier: Earlier) -> tuple[dict | None, str | None]:
         """No unit changed since ``started_from``: its dirty sets, plan and decisions are this run's
         (``store.taken``), checked as a computed plan is: one hold (with the check that the inputs do not hold
-        that run's staging suffix), one job for the plan's checks. Returns the ``RunResult`` fields, or None and
-        why a state that cannot be read or does not add up is not taken."""
+        that run's staging suffix, and this run's facts tables), one job for the plan's checks; no key is
+        numbered. Returns the ``RunResult`` fields, or None and why a state that cannot be read or does not add
+        up is not taken."""
         settings, base = self.settings, started_from.run_id
         then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
         tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
@@ -273,9 +274,11 @@ class _Run:
         old, new = resolved.old, resolved.new
         inputs = [old.objects, old.dependencies, old.indexes, new.objects, new.dependencies, new.indexes]
         texts = [*(f"{n}\n{d}" for n, d in self._clusters().items()), *(f"{d}.{s}" for d, s in settings.forced)]
+        facts = self._fact_tables(resolved)
         try:
             held = self.hold({**{t: with_suffix(earlier.run_table(t, base), then, now) for t in tables},
-                              **({"suffix": suffix_in(inputs, texts, then)} if then != now else {})})
+                              **({"suffix": suffix_in(inputs, texts, then)} if then != now else {}),
+                              **({f"facts:{n}": f for n, f in facts.items()} if self.small else {})})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             return None, f"the outputs of run {base} could not be read ({first_line(error)})"
         if "suffix" in held and held["suffix"].dicts()[0]["count"]:
@@ -287,13 +290,15 @@ class _Run:
             if table in held and held[table].count != said:
                 return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
         rounds = rounds_of(held[ROUNDS_TABLE].dicts())
-        fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", [])}
+        fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", []),
+                  "facts": {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in facts.items()}}
         if self.plan is None:
             return fields, None
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
         plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
-        report = self.checked_plan(resolved, numbered, fields["tables"], held[PLAN_DECISIONS], held[DECISIONS], plan)
+        report = self.checked_plan(resolved, fields["facts"], fields["tables"], held[PLAN_DECISIONS], held[DECISIONS],
+                                   plan)
         return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
                 "report": report, "plan_rounds": rounds.get("plan", [])}, None
 
@@ -352,8 +357,9 @@ class _Run:
         mine = Batch(held.frame.where(F.col(PARSED)).select(*ANALYSED.names), None) if counts["parsed"] else None
         return _Statements(analysis_of(keyed, held.frame.drop(PARSED, "part")), mine, counts)
 
-    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame) -> _Resolved:
-        """Both snapshots resolved against their SQL, the diff, and every input check: one hold."""
+    def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame, earlier: Earlier) -> tuple[_Resolved, _Units]:
+        """Both snapshots resolved against their SQL, the diff, every input check, and the units compared with the
+        run this one starts from: one hold."""
         settings = self.settings
         external = list(settings.external_databases)
         sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
@@ -370,14 +376,29 @@ class _Run:
         if _reads_apply_managed(settings):
             warnings[f"{new.path}: {{total}} {APPLY_MANAGED_CHANGES}"] = _apply_managed_changes(old, new)
         checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
-        held = self.hold({"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
-                          **_snapshot_frames("new", new), **checks})
+        started_from, before = earlier.units()
+        units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
+                 .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
+        clusters = self._clusters()
+        if clusters:
+            units = units.unionByName(cluster_units(self.spark, clusters))
+        frames = {"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
+                  **_snapshot_frames("new", new), **checks, "units": units}
+        compared = {} if before is None else {"unit_changes": unit_changes(units, before)}
+        try:
+            held = self.hold({**frames, **compared})
+        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            if not compared:
+                raise
+            started_from = BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})")
+            held = self.hold(frames)
         self._raise(held.get("checks"), problems, warnings)
-        return _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
-                         held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
+        resolved = _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
+                             held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
+        return resolved, self.units(held, started_from)
 
     def units(self, held: dict[str, Batch], started_from: BaseRun) -> _Units:
-        """Both sides' units as ``numbered`` held them, and what changed since the run this one starts from. A run
+        """Both sides' units as ``resolved`` held them, and what changed since the run this one starts from. A run
         that left no units is none to start from."""
         changes = unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held else None
         if started_from.run_id is not None and left_none(changes, held["units"].count):
@@ -388,42 +409,31 @@ class _Run:
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
         return _Units(held["units"], started_from, changes)
 
-    def numbered(self, resolved: _Resolved, earlier: Earlier) -> tuple[_Numbered, _Units]:
-        """The keys of both sides numbered (``changeset.catalog``), with the facts tables of a small catalog and
-        the units compared with the run this one starts from: one hold."""
+    def numbered(self, resolved: _Resolved) -> _Numbered:
+        """The keys of both sides numbered (``changeset.catalog``), with the facts tables of a small catalog: one
+        hold."""
         settings, spark = self.settings, self.spark
         old, new, changed = resolved.old, resolved.new, resolved.changed
-        started_from, before = earlier.units()
-        units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
-                 .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
-        clusters = self._clusters()
-        if clusters:
-            units = units.unionByName(cluster_units(spark, clusters))
-        compared = {} if before is None else {"unit_changes": unit_changes(units, before)}
-        dirty_facts = extract_base_facts(spark, old, new, changed, list(settings.forced))
+        dirty_facts = self._fact_tables(resolved)
         table = object_table(old, new, changed, settings.dialect)
         edges = edge_table(old, new)
         numbered_objects_ = numbered_objects(table, edges, settings.interning_seed)
         numbered_names_ = numbered_names(name_keys(spark, table, new, old, list(settings.forced),
                                                    settings.dialect.clusters), settings.interning_seed)
-        numbering = {"objects": numbered_objects_, "names": numbered_names_,
-                     "clashes": id_clashes(numbered_objects_, numbered_names_), "units": units,
-                     **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})}
-        try:
-            held = self.hold({**numbering, **compared})
-        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
-            if not compared:
-                raise
-            started_from = BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})")
-            held = self.hold(numbering)
-        units_ = self.units(held, started_from)
+        held = self.hold({"objects": numbered_objects_, "names": numbered_names_,
+                          "clashes": id_clashes(numbered_objects_, numbered_names_),
+                          **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
         if held["clashes"].count:
             kind, id_ = min((r["kind"], r["id"]) for r in held["clashes"].dicts())
             clash = clash_detail(held["objects"].frame, held["names"].frame, kind, id_)
             raise RunError(f"two keys have the same id ({clash}): set interning_seed in the configuration to "
                            "another integer and run again")
         tables = {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
-        return _Numbered(held["objects"].frame, held["names"], edges, tables), units_
+        return _Numbered(held["objects"].frame, held["names"], edges, tables)
+
+    def _fact_tables(self, resolved: _Resolved) -> dict[str, DataFrame]:
+        """The rows of the base facts tables (``facts/<relation>``), as frames."""
+        return extract_base_facts(self.spark, resolved.old, resolved.new, resolved.changed, list(self.settings.forced))
 
     def facts(self, resolved: _Resolved, numbered: _Numbered) -> _Facts:
         """The base relations of both programs as views of the interned object table, edges and indexes
@@ -483,7 +493,7 @@ class _Run:
         under ``statements``)."""
         settings = self.settings
         old, new, changed, objects = resolved.old, resolved.new, resolved.changed, facts.numbered.objects
-        deployed = _deployed(objects)
+        deployed = _deployed(old)
         planned_new = objects.where(F.col("in_new")).select(
             *KEY, F.col("new_kind").alias("kind"), F.col("new_cluster").alias("cluster"),
             F.col("new_replacement").alias("replacement"), "sql", "change")
@@ -516,19 +526,19 @@ class _Run:
             settings.strategy, decisions.frame, plan.frame, old.objects, new.objects, deployed.select(*KEY),
             dirty_stmts, changed, indexes, apply_managed_left), try_local=self.small)
         table = self.holding.hold(decision_table(subjects.frame, plan.frame, indexes), try_local=self.small)
-        report = self.checked_plan(resolved, facts.numbered, tables, decisions, table, plan)
+        report = self.checked_plan(resolved, facts.numbered.tables, tables, decisions, table, plan)
         return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
                 "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
                 **rendered_counts}
 
-    def checked_plan(self, resolved: _Resolved, numbered: _Numbered, tables: dict[str, Batch], decisions: Batch,
+    def checked_plan(self, resolved: _Resolved, facts: dict[str, Batch], tables: dict[str, Batch], decisions: Batch,
                      table: Batch, plan: Batch) -> PlanReport:
         """Every check of the plan (one job), a selective run's first; the report, enforced (exit 2 or 3)."""
         settings = self.settings
         if settings.selection is not None:
-            self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in numbered.tables.items()},
+            self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in facts.items()},
                                                 **{t: b.frame for t, b in tables.items()}}, decisions.frame)
-        context = PlanContext(old=resolved.old, new=resolved.new, deployed=_deployed(numbered.objects),
+        context = PlanContext(old=resolved.old, new=resolved.new, deployed=_deployed(resolved.old),
                               changed=resolved.changed, dirty_stmts=tables["dirty_stmts"].frame,
                               strategy=settings.strategy, max_identifier_length=settings.dialect.max_identifier_length,
                               apply_managed_left=_reads_apply_managed(settings), decisions=table.frame)
@@ -593,10 +603,9 @@ class _Run:
         return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
 
 
-def _deployed(objects: DataFrame) -> DataFrame:
-    """``database, schema, name, kind, cluster`` of every deployed object (the numbered object table's)."""
-    return objects.where(F.col("deployed")).select(
-        *KEY, F.col("deployed_kind").alias("kind"), F.col("deployed_cluster").alias("cluster"))
+def _deployed(old: Snapshot) -> DataFrame:
+    """``database, schema, name, kind, cluster`` of every deployed object: the old project's."""
+    return old.objects.select(*KEY, "kind", "cluster")
 
 
 def _snapshot_frames(side: str, snapshot: Snapshot) -> dict[str, DataFrame]:
