@@ -277,8 +277,8 @@ def test_the_log_keeps_a_week_of_commits_and_of_replaced_files_and_an_owners_set
 
 
 def _killed_mid_statement(argv: list[str], env: dict, dsn: str, statements: int) -> bool:
-    """``dirtiness apply`` started, and killed while the database runs the ``statements``-th of its statements
-    that this watch sees (not after a guessed delay); False when it ended first."""
+    """``dirtiness apply`` started, and killed as soon as this watch has seen the database run ``statements`` of
+    its statements (a kill that follows what apply does, not a guessed delay); False when it ended first."""
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen, deadline = set(), time.monotonic() + 60
     with psycopg.connect(dsn, autocommit=True) as watch:
@@ -302,9 +302,9 @@ def test_apply_killed_part_way_resumes_and_runs_nothing_twice(postgres, batch, t
     argv = [sys.executable, "-m", "dirtiness.cli", "apply", "--out", out, "--run-id", "bg",
             "--database", "slow", "--parallel", "2"]
     env = {**os.environ, "DIRTINESS_DSN": dsn}
-    kills, statements = 0, random.Random(SEED)
+    kills, draws = 0, random.Random(SEED)
     for _ in range(12):  # each attempt killed while the database runs its first, second or third statement
-        if not _killed_mid_statement(argv, env, dsn, statements.randint(1, 3)):
+        if not _killed_mid_statement(argv, env, dsn, draws.randint(1, 3)):
             break
         kills += 1
     finished = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
