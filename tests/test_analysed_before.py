@@ -239,6 +239,8 @@ def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chai
     assert summaries["d"]["units"]["changes"] == summaries["e"]["units"]["changes"] == no_change
     assert (summaries["e"]["mode"], summaries["e"]["full_because"], summaries["e"]["units"]["started_from"]) == (
         "incremental", None, "d")
+    # e takes what d's checks found, as the rows it read are those they vouched for: the same rows as e-full's
+    assert [summaries[r]["plan_checks"] for r in ("d", "e", "e-full")] == ["computed", "taken", "computed"]
     assert (summaries["d"]["mode"], summaries["d"]["full_because"]) == (
         "full", f"the inputs hold {deploy_suffix('b')}, the staging suffix of run b, which its plan cannot be told "
                 "apart from")
@@ -253,7 +255,7 @@ def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chai
     def rows(out, table: str) -> list[str]:
         frame = pl.read_delta(str(out / table)).filter(pl.col("run_id") == "e")
         return sorted(map(str, frame.drop([c for c in ("seconds",) if c in frame.columns]).rows()))
-    for table in (*TABLES, "plan_decisions", "run_relations", "run_rounds", UNITS, "desired_objects"):
+    for table in (*TABLES, "plan_decisions", "plan_checks", "run_relations", "run_rounds", UNITS, "desired_objects"):
         taken, computed = rows(chain["first"], table), rows(chain["second"], table)
         assert taken, table
         assert taken == computed, table
@@ -268,7 +270,8 @@ def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chai
             in explained.splitlines())
     page = chain["folder"] / "e.html"
     write_report(tables, str(page), None)
-    assert 'mode</th><td>incremental (the dirty sets and the plan of run <span class="mono">d</span>' in page.read_text()
+    assert ('mode</th><td>incremental (no unit changed: the dirty sets and the plan of run <span class="mono">d</span>'
+            in page.read_text())
 
 
 @pytest.mark.parametrize("changed", [{"dialect": "postgres"}, {"system_schemas": ("mz_catalog",)}])

@@ -1,5 +1,6 @@
 """Units (``changeset.units``): a digest of each object of each side, what changed since the run a run starts
-from, and which run that is (``store.base_run``)."""
+from, and which run that is (``store.base_run``); and what a run takes from it when no unit changed, its plan's
+checks included (``store.taken``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from dirtiness.changeset.units import (
     unit_changes,
     unit_contents,
 )
+import pytest
+
+from dirtiness.errors import PolicyError
 from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
+from dirtiness.plan.checks import InvariantError
 from dirtiness.store.base_run import BaseRun, base_run
+from dirtiness.store.taken import digests_differ, row_digests, taken_report, with_suffix
 
 WANTED = {"rules_fingerprint": "r1", "config_fingerprint": "c1", "version": "1.0"}
 
@@ -95,3 +101,43 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     # definition of cluster c2, a unit of the new project
     assert changes == {"new:added": 3, "new:deleted": 1, "new:edited": 1, "cluster:edited": 1}
     assert counts_of(changes)["new"] == {"added": 3, "deleted": 1, "edited": 2}
+
+
+def test_a_tables_digest_is_its_rows_whatever_their_order_and_the_runs_staging_suffix(spark):
+    """What a run that takes a plan compares with what the plan's checks recorded: the same rows under another
+    run's suffix digest alike; a row edited, added or dropped does not."""
+    rows = [(1, "stage", "CREATE SCHEMA s_dpl1", True), (2, "swap", None, False), (3, "cleanup", "DROP s", None)]
+    schema = "seq int, phase string, statement string, destructive boolean"
+    frame = spark.createDataFrame(rows, schema)
+    variants = {
+        "same": spark.createDataFrame(rows[::-1], schema).select("statement", "seq", "destructive", "phase"),
+        "suffixed": with_suffix(frame, "_dpl1", "_dpl2"),
+        "edited": spark.createDataFrame([rows[0], (2, "swap", "x", False), rows[2]], schema),
+        "added": spark.createDataFrame([*rows, (4, "cleanup", None, None)], schema),
+        "dropped": spark.createDataFrame(rows[:2], schema),
+        "empty": spark.createDataFrame([], schema),
+    }
+    digests = {r["problem"]: r["total"] for r in row_digests({"plan": frame}, "_dpl1").union(row_digests(
+        {name: variant for name, variant in variants.items() if name != "suffixed"}, "_dpl1")).union(
+        row_digests({"suffixed": variants["suffixed"]}, "_dpl2")).collect()}
+    plan = digests.pop("digest:plan")
+    assert {name[len("digest:"):] for name, total in digests.items() if total == plan} == {"same", "suffixed"}
+    assert digests["digest:empty"] == 0
+
+
+def test_the_checks_of_a_taken_plan_are_what_its_run_found_and_are_enforced():
+    recorded = [{"problem": "digest:ddl_plan", "n": None, "detail": None, "total": 7},
+                {"problem": "destructive", "n": 1, "detail": "d.s_dpl1.t (table)", "total": 1},
+                {"problem": "phase:1:stage", "n": None, "detail": None, "total": 3}]
+    assert digests_differ(recorded, [{"problem": "digest:ddl_plan", "total": 7}]) is None
+    assert digests_differ(recorded, [{"problem": "digest:ddl_plan", "total": 8}]) == "ddl_plan"
+    assert digests_differ(recorded, [{"problem": "digest:decisions", "total": 0}]) == "decisions"  # none recorded
+    report = taken_report(recorded, "_dpl1", "_dpl2")
+    assert report.details("destructive") == (["d.s_dpl2.t (table)"], 1) and report.phases == {"stage": 3}
+    assert report.rows[0] == recorded[0] and report.rows[1]["detail"] == "d.s_dpl2.t (table)"
+    report.enforce(allow_destructive=True)
+    with pytest.raises(PolicyError, match="d.s_dpl2.t"):  # taken, the plan still needs --allow-destructive
+        report.enforce(allow_destructive=False)
+    broken = [*recorded, {"problem": "invariant:every drop follows its dependents", "n": 1, "detail": "x", "total": 1}]
+    with pytest.raises(InvariantError, match="every drop follows its dependents"):
+        taken_report(broken, "_dpl1", "_dpl2").enforce(allow_destructive=True)

@@ -44,6 +44,7 @@ class Earlier:
     # the run this one starts from and its units (``changeset.units``), or why there is none
     read_units: Callable[[], tuple[BaseRun, DataFrame | None]] = lambda: (BaseRun(why="no earlier run given"), None)
     read_run_table: Callable[[str, str], DataFrame] = lambda table, run_id: _no_table(table)  # a run's rows
+    read_checks: Callable[[str], DataFrame | None] = lambda run_id: None  # a run's plan_checks rows, if any
 
     def analysis(self) -> DataFrame | None:
         """The rows of the statements succeeded runs analysed (``inputs.analysed_before``), or None."""
@@ -62,6 +63,11 @@ class Earlier:
         """The rows run ``run_id`` wrote to ``table`` (a lazy frame, without ``run_id``); raises when they
         cannot be read."""
         return self.read_run_table(table, run_id)
+
+    def checks(self, run_id: str) -> DataFrame | None:
+        """What the checks of run ``run_id``'s plan found and the digests they recorded (``store.taken``; a
+        lazy frame), or None where no run recorded any; raises when they cannot be read."""
+        return self.read_checks(run_id)
 
 
 def _no_table(table: str) -> DataFrame:
@@ -89,6 +95,7 @@ class RunResult:
     full_because: str | None = None   # why a full run did not start from an earlier one
     statements: dict[str, int] = field(default_factory=dict)  # statements parsed, rendered, and reused
     report: PlanReport | None = None                          # the plan's checks and figures
+    checks_taken: bool = False        # the report is what the checks of ``started_from``'s plan found
     rounds: list[RoundLog] = field(default_factory=list)       # the dirty rules' rounds
     plan_rounds: list[RoundLog] = field(default_factory=list)  # the strategy's rules' rounds
     seconds: dict[str, float] = field(default_factory=dict)    # wall seconds per compute stage

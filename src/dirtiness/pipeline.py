@@ -14,9 +14,10 @@ facts      the input checks with the units compared with the run this one
            and the static parts of their rules (a hold each)
 taken      instead of ``fixpoint``, ``plan`` and the numbering, interning and
            static parts of ``facts``, when no unit changed since the run this
-           one starts from: one job for that run's outputs and this run's
-           facts tables (or two, from rows to blocks), one for every check of
-           the plan
+           one starts from: one job for that run's outputs, the digests of
+           them that its plan's checks recorded, and this run's facts tables
+           (or two, from rows to blocks); one more for every check of the
+           plan where its findings cannot be taken with it
 fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
@@ -103,8 +104,8 @@ from .plan.strategies import PLANNERS
 from .session import session_settings
 from .settings import RunSettings
 from .store.base_run import BaseRun, base_run
-from .store.run_log import DECISIONS, PLAN_DECISIONS, ROUNDS_TABLE, relation_rows
-from .store.taken import rounds_of, suffix_in, with_suffix
+from .store.run_log import DECISIONS, PLAN_CHECK_ROWS, PLAN_CHECKS, PLAN_DECISIONS, ROUNDS_TABLE, relation_rows
+from .store.taken import digests_differ, rounds_of, row_digests, suffix_in, taken_report, with_suffix
 from .wording import counted
 from .work_kept import installed
 
@@ -263,10 +264,11 @@ class _Run:
 
     def taken(self, resolved: _Resolved, started_from: BaseRun, earlier: Earlier) -> tuple[dict | None, str | None]:
         """No unit changed since ``started_from``: its dirty sets, plan and decisions are this run's
-        (``store.taken``), checked as a computed plan is: one hold (with the check that the inputs do not hold
-        that run's staging suffix, and this run's facts tables), one job for the plan's checks; no key is
-        numbered. Returns the ``RunResult`` fields, or None and why a state that cannot be read or does not add
-        up is not taken."""
+        (``store.taken``), and what its plan's checks found: one hold (with the check that the inputs do not
+        hold that run's staging suffix, the digests of what it read to compare with those its checks recorded,
+        and this run's facts tables); one job for the plan's checks where their findings cannot be taken (no
+        digests recorded, a suffix of another length, a selective run); no key is numbered. Returns the
+        ``RunResult`` fields, or None and why a state that cannot be read or does not add up is not taken."""
         settings, base = self.settings, started_from.run_id
         then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
         tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
@@ -276,8 +278,16 @@ class _Run:
         texts = [*(f"{n}\n{d}" for n, d in self._clusters().items()), *(f"{d}.{s}" for d, s in settings.forced)]
         facts = self._fact_tables(resolved)
         try:
-            held = self.hold({**{t: with_suffix(earlier.run_table(t, base), then, now) for t in tables},
+            read = {t: earlier.run_table(t, base) for t in tables}
+            recorded = earlier.checks(base) if self.plan else None
+            if recorded is not None:  # with the digests of the tables as read, to compare with those recorded
+                taken = _taken_tables({t: read[t] for t in settings.outputs.values()}, *(read[t] for t in (
+                    "ddl_plan", PLAN_DECISIONS, DECISIONS)))
+                recorded = recorded.withColumn("read", F.lit(False)).unionByName(
+                    row_digests(taken, then).withColumn("read", F.lit(True)))
+            held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in read.items()},
                               **({"suffix": suffix_in(inputs, texts, then)} if then != now else {}),
+                              **({"checks": recorded} if recorded is not None else {}),
                               **({f"facts:{n}": f for n, f in facts.items()} if self.small else {})})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             return None, f"the outputs of run {base} could not be read ({first_line(error)})"
@@ -289,16 +299,28 @@ class _Run:
             said = (started_from.row or {}).get(column)
             if table in held and held[table].count != said:
                 return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
+        checks = held["checks"].dicts() if "checks" in held else None
+        if checks is not None and (differs := digests_differ([r for r in checks if not r["read"]],
+                                                             [r for r in checks if r["read"]])):
+            return None, f"the rows of {differs} of run {base} are not those its checks recorded"
         rounds = rounds_of(held[ROUNDS_TABLE].dicts())
         fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", []),
+                  "checks_taken": False,
                   "facts": {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in facts.items()}}
         if self.plan is None:
             return fields, None
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
-        plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
-        report = self.checked_plan(resolved, fields["facts"], fields["tables"], held[PLAN_DECISIONS], held[DECISIONS],
-                                   plan)
+        if checks is not None and len(then) == len(now) and settings.selection is None:
+            # the checks found what they found in that run: a staging name as long, the same rows otherwise
+            report = taken_report([{c: r[c] for c in PLAN_CHECK_ROWS.names} for r in checks if not r["read"]],
+                                  then, now)
+            report.enforce(settings.allow_destructive)
+            fields["checks_taken"] = True
+        else:
+            plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
+            report = self.checked_plan(resolved, fields["facts"], fields["tables"], held[PLAN_DECISIONS],
+                                       held[DECISIONS], plan)
         return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
                 "report": report, "plan_rounds": rounds.get("plan", [])}, None
 
@@ -533,7 +555,8 @@ class _Run:
 
     def checked_plan(self, resolved: _Resolved, facts: dict[str, Batch], tables: dict[str, Batch], decisions: Batch,
                      table: Batch, plan: Batch) -> PlanReport:
-        """Every check of the plan (one job), a selective run's first; the report, enforced (exit 2 or 3)."""
+        """Every check of the plan and the digests of the tables a later run may take with it (one job), a
+        selective run's first; the report, enforced (exit 2 or 3)."""
         settings = self.settings
         if settings.selection is not None:
             self._check_selection(table.frame, {**{facts_table(n): b.frame for n, b in facts.items()},
@@ -545,7 +568,10 @@ class _Run:
         if self.hooks.on_plan_checks:
             self.hooks.on_plan_checks(context)
         checks, invariants = plan_checks(plan.frame, context)
-        report = plan_report(checks.collect(), invariants)
+        taken = _taken_tables({t: b.frame for t, b in tables.items()}, plan.frame.select(*planner.plan_columns()),
+                              decisions.frame, table.frame)
+        digests = row_digests(taken, deploy_suffix(settings.run_id, settings.deploy_suffix))
+        report = plan_report(checks.union(digests).collect(), invariants)
         report.enforce(settings.allow_destructive)
         return report
 
@@ -603,6 +629,13 @@ class _Run:
         return layered(groups, self.holding, object_names(dictionary_), try_local=self.small)
 
 
+def _taken_tables(tables: dict[str, DataFrame], plan: DataFrame, decisions: DataFrame,
+                  table: DataFrame) -> dict[str, DataFrame]:
+    """Every table a run that starts from this one takes (``store.taken``), by name: the dirty sets, the plan
+    rows, the plan's decisions and the decisions table."""
+    return {**tables, "ddl_plan": plan, PLAN_DECISIONS: decisions, DECISIONS: table}
+
+
 def _deployed(old: Snapshot) -> DataFrame:
     """``database, schema, name, kind, cluster`` of every deployed object: the old project's."""
     return old.objects.select(*KEY, "kind", "cluster")
@@ -658,6 +691,8 @@ def earlier_of(store: "DeltaStore", settings: RunSettings) -> Earlier:
         return Earlier(read_units=lambda: (BaseRun(why="--full"), None))
     return Earlier(read_units=lambda: _units_before(store, settings),
                    read_run_table=lambda table, run_id: store.read_run(table, run_id).drop("run_id"),
+                   read_checks=lambda run_id: (store.read_run(PLAN_CHECKS, run_id).select(*PLAN_CHECK_ROWS.names)
+                                               if store.exists(PLAN_CHECKS) else None),
                    read_analysis=lambda: _kept_before(store, settings, SQL_ANALYSIS, ANALYSED.names, earlier_rows,
                                                       "every statement is parsed"),
                    read_rendered=lambda: _kept_before(store, settings, RENDERED_STATEMENTS, RENDERED_ROWS.names,

@@ -29,6 +29,8 @@ from .store.run_log import (
     DECISIONS,
     DRIFT,
     DRIFT_ROWS,
+    PLAN_CHECK_ROWS,
+    PLAN_CHECKS,
     PLAN_DECISIONS,
     RUN_RELATIONS,
     ROUNDS_TABLE,
@@ -72,6 +74,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
                 counts["ddl_plan"] = write("ddl_plan", result.plan)
                 write(PLAN_DECISIONS, result.decisions)
                 write(DECISIONS, result.object_decisions)
+                write(PLAN_CHECKS, records(PLAN_CHECK_ROWS, result.report.rows))  # for a later run that takes them
             write(DESIRED_OBJECTS, result.desired)
             if result.units is not None:  # for later runs: what this one's facts came from
                 write(UNITS, result.units)
@@ -122,6 +125,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "units": _units_summary(result),
         "mode": result.mode,  # incremental: this run's outputs are those of units.started_from
         "full_because": result.full_because,
+        # the plan's checks: computed, or taken with the plan (``store.taken``); None: no plan
+        "plan_checks": ("taken" if result.checks_taken else "computed") if result.report else None,
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -207,8 +212,9 @@ def _units_line(units: dict) -> str:
 def _mode_line(summary: dict) -> str:
     """How the run got its answer: computed in full (and why), or taken from the run it started from."""
     if summary["mode"] == INCREMENTAL:
+        checked = "and what its checks found" if summary["plan_checks"] == "taken" else "checked again"
         return (f"  mode: incremental (no unit changed: the dirty sets and the plan of run "
-                f"{summary['units']['started_from']}, checked again)")
+                f"{summary['units']['started_from']}, {checked})")
     return f"  mode: full ({summary['full_because']})"
 
 

@@ -31,6 +31,7 @@ CREATING = ("stage", "post-swap", "setup")  # phases that build dependencies bef
 DROPPING = ("teardown", "cleanup")         # phases that drop dependents before dependencies
 RECREATING = ("CREATE", "CREATE REPLACEMENT", "APPLY REPLACEMENT", "REPOINT")
 SHOWN = {"statements": 5, "invariant": 3, "destructive": 5, "attention": 20, "verbatim": 20}
+CHECK_COLUMNS = ("problem", "n", "detail", "total")  # a row of ``plan_checks``' frame
 
 
 class InvariantError(RuntimeError):
@@ -59,6 +60,7 @@ class PlanReport:
     found: dict[str, tuple[list[str], int]]
     invariants: list[str]
     phases: dict[str, int]
+    rows: list[dict]  # as collected (``CHECK_COLUMNS``): kept for a run that takes this plan (``store.taken``)
 
     def details(self, name: str) -> tuple[list[str], int]:
         return self.found.get(name, ([], 0))
@@ -124,7 +126,7 @@ def plan_report(rows, invariants: list[str]) -> PlanReport:
             limit = SHOWN["invariant" if name.startswith("invariant:") else name]
             found[name] = (found[name][0][:limit], found[name][1])
     phases = {name: found[f"phase:{order}:{name}"][1] for order, name in PHASES if found[f"phase:{order}:{name}"][1]}
-    return PlanReport(found, invariants, phases)
+    return PlanReport(found, invariants, phases, [{c: row[c] for c in CHECK_COLUMNS} for row in rows])
 
 
 def _show(*columns) -> F.Column:

@@ -71,6 +71,11 @@ DRIFT_ROWS = pa.schema([
     ("recorded", pa.string()), ("live", pa.string()),  # each side's value (null: absent there)
 ])
 PLAN_DECISIONS = "plan_decisions"
+# What a run's plan checks found (``plan.checks``: the first details and the count of each) and a digest of every
+# table a run that takes this plan takes (``store.taken``)
+PLAN_CHECKS = "plan_checks"
+PLAN_CHECK_ROWS = pa.schema([("problem", pa.string()), ("n", pa.int32()), ("detail", pa.string()),
+                             ("total", pa.int64())])
 DECISIONS = "decisions"  # one row per object, schema and cluster (plan.decision_table)
 
 

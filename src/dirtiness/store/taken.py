@@ -9,6 +9,12 @@ changed, the earlier run's rows with its suffix replaced by this run's are
 the rows a full run would write, provided the suffix appears in them only
 where the plan put it: a run whose inputs hold the earlier suffix (a staged
 schema a failed deploy left, read back from the database) computes in full.
+
+The checks of such a plan find what they found in the earlier run, but
+for the length of the suffix (a staging name too long for the database): a
+run's checks record what they found and a digest of every table they
+vouch for (``plan_checks``), and a run that takes those rows, read back
+with the same digests, takes the checks' findings too.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..datalog.engine import RoundLog
+from ..plan.checks import PlanReport, plan_report
+
+DIGEST = "digest:"  # a check row holding, as its total, the digest of a table's rows (``row_digests``)
 
 
 def with_suffix(frame: DataFrame, then: str, now: str) -> DataFrame:
@@ -51,3 +60,36 @@ def rounds_of(rows: list[dict]) -> dict[str, list[RoundLog]]:
                                                  RoundLog(row["round"], row["stratum"], {}, row["seconds"]))
         entry.new[row["relation"]] = row["derived"]
     return {program: list(entries.values()) for program, entries in found.items()}
+
+
+def row_digests(frames: dict[str, DataFrame], suffix: str) -> DataFrame:
+    """A check row (``problem, n, detail, total``) per frame: ``digest:<table>``, its total a sum of its rows'
+    hashes with ``suffix`` taken out (so a run and one that takes its rows, its suffix replaced, record the
+    same), whatever the order of its rows and of its columns."""
+    def digest(name: str, frame: DataFrame) -> DataFrame:
+        values = [F.replace(F.col(f.name), F.lit(suffix), F.lit("\u0000")) if isinstance(f.dataType, T.StringType)
+                  else F.col(f.name).cast("string") for f in sorted(frame.schema.fields, key=lambda f: f.name)]
+        return frame.groupBy().agg(F.lit(DIGEST + name).alias("problem"), F.lit(None).cast("int").alias("n"),
+                                   F.lit(None).cast("string").alias("detail"),
+                                   F.coalesce(F.sum(F.pmod(F.xxhash64(*values), F.lit(1 << 31))), F.lit(0))
+                                   .cast("long").alias("total"))
+
+    return reduce(DataFrame.union, [digest(name, frame) for name, frame in sorted(frames.items())])
+
+
+def digests_differ(recorded: list[dict], read: list[dict]) -> str | None:
+    """The first table whose rows, as read, differ from those the earlier run's checks recorded (None: all
+    the same); a table it recorded no digest of differs."""
+    said = {r["problem"]: r["total"] for r in recorded if r["problem"].startswith(DIGEST)}
+    for row in sorted(read, key=lambda r: r["problem"]):
+        if said.get(row["problem"]) != row["total"]:
+            return row["problem"][len(DIGEST):]
+    return None
+
+
+def taken_report(recorded: list[dict], then: str, now: str) -> PlanReport:
+    """What the earlier run's checks found (``recorded``: its ``plan_checks`` rows), as this run's: the
+    details with its suffix replaced by this run's."""
+    rows = [{**r, "detail": r["detail"].replace(then, now) if r["detail"] is not None else None} for r in recorded]
+    invariants = sorted({r["problem"].split(":", 1)[1] for r in rows if r["problem"].startswith("invariant:")})
+    return plan_report(rows, invariants)
