@@ -112,11 +112,11 @@ def prefix_of(scenarios: list[Scenario], name: str) -> str:
 
 def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", outputs: dict | None = None,
                   local_rows: int | None = None, strategy: str = "blue-green", small_catalog: bool = True,
-                  deploy_suffix: str | None = None) -> Batch:
+                  lazy_checkpoints: bool = True, deploy_suffix: str | None = None) -> Batch:
     """Evaluate all scenarios in one run of the job's ``compute`` (snapshots written as files, as a user would);
     ``local_rows``: the engine's small-data threshold (default: the configured one); ``small_catalog=False``:
-    the session settings of a large catalog (adaptive execution, several partitions); ``deploy_suffix``: the
-    staging suffix's template (``stg``: ``_stg``).
+    the session settings of a large catalog (adaptive execution, several partitions); ``lazy_checkpoints=False``:
+    blocks filled eagerly, as under Sail; ``deploy_suffix``: the staging suffix's template (``stg``: ``_stg``).
     The plan is built and its invariants checked, so every scenario is also a plan that must pass them."""
     old_doc, new_doc, forced = batch_documents(scenarios)
     scratch = tempfile.TemporaryDirectory(prefix="dirtiness-scenarios-")  # gone once the rows are read
@@ -130,6 +130,7 @@ def run_scenarios(spark, scenarios: list[Scenario], rules: str = "dirty", output
         config["local_rows"] = local_rows
     if not small_catalog:
         config["spark"]["small_catalog_objects"] = 0
+    config["lazy_checkpoints"] = lazy_checkpoints
     if deploy_suffix:
         config["plan"]["deploy_suffix"] = deploy_suffix
     settings = resolve(RunParams(old=os.path.join(folder, "old.yaml"), new=os.path.join(folder, "new.yaml"),
