@@ -262,6 +262,8 @@ def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chai
     assert any(deploy_suffix("e") in row for row in rows(chain["first"], "ddl_plan"))
     runs = {r["run_id"]: r for r in pl.read_delta(str(chain["first"] / "runs")).to_dicts()}
     assert [runs[r]["mode"] for r in "abde"] == ["full", "full", "full", "incremental"]
+    # e found nothing changed by the digest of all its units, the one d recorded: d's units were never read
+    assert runs["d"]["units_digest"] == runs["e"]["units_digest"] != runs["a"]["units_digest"] is not None
     assert (runs["e"]["started_from"], runs["e"]["units_changed"], runs["e"]["rounds"]) == (
         "d", 0, runs["d"]["rounds"])
     tables = RunTables.open(str(chain["first"]), "e")  # explain and the report say where its answer came from

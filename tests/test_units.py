@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from functools import reduce
+
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from dirtiness.changeset.units import (
     changed_units_line,
@@ -14,9 +19,8 @@ from dirtiness.changeset.units import (
     left_none,
     unit_changes,
     unit_contents,
+    units_digest,
 )
-import pytest
-
 from dirtiness.errors import PolicyError
 from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
 from dirtiness.plan.checks import InvariantError
@@ -66,7 +70,7 @@ def test_changes_are_counted_and_said_per_side():
 def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(spark):
     """One job for every case: a unit's digest ignores the order of its dependencies and indexes, and changes
     with its kind, statement, cluster, replacement flag, a dependency, an index or its id in its tool; a cluster
-    definition is a unit too."""
+    definition is a unit too. The digest of all of a run's units changes with any of them."""
     base = {"kind": "view", "hash": "h", "cluster": None, "replacement": False, "sql": "SELECT 1", "tool_id": None}
     deps = [("b", "s", "x"), ("b", "s", "y")]
     indexes = [("i1", "c1", None), ("i2", "c2", "a")]
@@ -89,9 +93,18 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(  # one deleted, one edited, one added
         "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
         "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE content END AS content")
-    rows = units.selectExpr("'unit' AS what", "name", "content", "NULL AS change").unionByName(
-        unit_changes(units, earlier).frame.selectExpr("'change' AS what", "side AS name", "NULL AS content",
-                                                      "change_of AS change")).collect()
+    digests = [units_digest(frame).frame.selectExpr("'digest' AS what", f"'{name}' AS name", "NULL AS content",
+                                                    "digest AS change")
+               for name, frame in (("units", units), ("reordered", units.orderBy(F.desc("content"))),
+                                   ("earlier", earlier), ("one less", units.where("name != 'same'")))]
+    rows = reduce(DataFrame.unionByName, [units.selectExpr("'unit' AS what", "name", "content", "NULL AS change"),
+                                          unit_changes(units, earlier).frame.selectExpr(
+                                              "'change' AS what", "side AS name", "NULL AS content",
+                                              "change_of AS change"), *digests]).collect()
+    # all of a run's units in one digest: the same whatever their order, another for any unit changed or gone
+    digest = {r["name"]: r["change"] for r in rows if r["what"] == "digest"}
+    assert digest["units"] == digest["reordered"] and digest["units"].startswith(f"{len(cases) + 2}:")
+    assert len(set(digest.values())) == 3 and digest["one less"].startswith(f"{len(cases) + 1}:")
     content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
     assert content["same"] == content["reordered"]
     assert len({content[name] for name in [*cases, "c1", "c2"] if name != "reordered"}) == len(cases) + 1

@@ -89,6 +89,7 @@ class RunResult:
     analysed: Batch | None = None     # the analysis of the statements this run parsed, for later runs
     rendered: Batch | None = None     # the plan statements this run rendered, for later runs
     units: Batch | None = None        # every unit of both sides with its digest (changeset.units), for later runs
+    units_digest: str | None = None   # a digest of them all (``changeset.units.units_digest``), for later runs
     started_from: BaseRun = field(default_factory=BaseRun)  # the run this one compared its units with, or why none
     unit_changes: dict | None = None  # {side: {change: units}} since ``started_from`` (None: no such run)
     mode: str = FULL                  # INCREMENTAL: the outputs are those of ``started_from`` (``store.taken``)

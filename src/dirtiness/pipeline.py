@@ -8,8 +8,9 @@ has passed its checks. Every Spark job a run pays for is one of these:
 load       table-form snapshots: validated and counted (documents: none)
 sql        every statement of both snapshots parsed (when any has SQL), or,
            from ``sql.reuse_from_objects`` objects, those no earlier run analysed
-facts      the input checks with the units compared with the run this one
-           starts from (one hold); then, unless that run's answer is taken,
+facts      the input checks with the digest of the units, compared with the
+           run this one starts from (one hold; one more to find which units
+           changed when that digest differs); then, unless that run's answer is taken,
            the keys numbered, the base facts of both rule programs interned
            and the static parts of their rules (a hold each)
 taken      instead of ``fixpoint``, ``plan`` and the numbering, interning and
@@ -70,6 +71,7 @@ from .changeset.units import (
     left_none,
     unit_changes,
     unit_contents,
+    units_digest,
 )
 from .changeset.units import counts_of as unit_counts
 from .computed import INCREMENTAL, Earlier, Hooks, RunResult, Stages, named_stages
@@ -187,6 +189,7 @@ class _Units:
     """Every unit of both sides with its digest, and what changed in them since the run this one starts from."""
 
     units: Batch               # changeset.units.UNIT_ROWS
+    digest: str                # of them all (``changeset.units.units_digest``), for the next run to compare with
     started_from: BaseRun      # that run, or why there is none
     changes: dict | None       # {side: {change: units}}; None without such a run
 
@@ -229,7 +232,8 @@ class _Run:
             full_because = self.full_because(units)
             facts = None if full_because is None else self.facts(resolved, self.numbered(resolved))
         computed = {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
-                    "units": units.units, "started_from": units.started_from, "unit_changes": units.changes}
+                    "units": units.units, "units_digest": units.digest, "started_from": units.started_from,
+                    "unit_changes": units.changes}
         if facts is None:  # no unit changed
             with clock("taken"):
                 taken, full_because = self.taken(resolved, units.started_from, earlier)
@@ -405,31 +409,43 @@ class _Run:
         if clusters:
             units = units.unionByName(cluster_units(self.spark, clusters))
         frames = {"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
-                  **_snapshot_frames("new", new), **checks, "units": units}
-        compared = {} if before is None else {"unit_changes": unit_changes(units, before)}
+                  **_snapshot_frames("new", new), **checks, "units": units, "units_digest": units_digest(units)}
+        # that run's units are read only where its digest of them differs from this one's (or it recorded none)
+        recorded = (started_from.row or {}).get("units_digest") if before is not None else None
+        compared = {"unit_changes": unit_changes(units, before)} if before is not None and not recorded else {}
         try:
             held = self.hold({**frames, **compared})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             if not compared:
                 raise
-            started_from = BaseRun(why=f"{UNITS} under {settings.out} could not be read ({first_line(error)})")
+            started_from = self._unreadable(error)
             held = self.hold(frames)
         self._raise(held.get("checks"), problems, warnings)
+        (digest,) = held["units_digest"].counts
+        if recorded and recorded != digest:  # something changed: which units, one more job
+            try:
+                held = {**held, **self.hold({"unit_changes": unit_changes(held["units"].frame, before)})}
+            except Exception as error:  # noqa: BLE001
+                started_from = self._unreadable(error)
         resolved = _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
                              held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
-        return resolved, self.units(held, started_from)
+        changes = (unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held
+                   else unit_counts({}) if recorded == digest else None)
+        return resolved, self.units(held["units"], digest, started_from, changes)
 
-    def units(self, held: dict[str, Batch], started_from: BaseRun) -> _Units:
-        """Both sides' units as ``resolved`` held them, and what changed since the run this one starts from. A run
-        that left no units is none to start from."""
-        changes = unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held else None
-        if started_from.run_id is not None and left_none(changes, held["units"].count):
+    def _unreadable(self, error: Exception) -> BaseRun:
+        return BaseRun(why=f"{UNITS} under {self.settings.out} could not be read ({first_line(error)})")
+
+    def units(self, units: Batch, digest: str, started_from: BaseRun, changes: dict | None) -> _Units:
+        """Both sides' units as ``resolved`` held them and their digest, and what changed since the run this one
+        starts from. A run that left no units is none to start from."""
+        if started_from.run_id is not None and left_none(changes, units.count):
             started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
         if started_from.run_id is None:
             log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
-            return _Units(held["units"], started_from, None)
+            return _Units(units, digest, started_from, None)
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
-        return _Units(held["units"], started_from, changes)
+        return _Units(units, digest, started_from, changes)
 
     def numbered(self, resolved: _Resolved) -> _Numbered:
         """The keys of both sides numbered (``changeset.catalog``), with the facts tables of a small catalog: one

@@ -98,7 +98,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
                            plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements,
                            started_from=result.started_from.run_id, unit_changes=result.unit_changes,
-                           mode=result.mode)
+                           mode=result.mode, units_digest=result.units_digest)
             store.replace_run("runs", records(RUNS, [row]), run_id)
     except Exception as error:
         record_failure(store, settings, result.started_at, error)
@@ -169,7 +169,7 @@ def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: 
 def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
              rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None,
              statements: dict | None = None, started_from: str | None = None,
-             unit_changes: dict | None = None, mode: str | None = None) -> dict:
+             unit_changes: dict | None = None, mode: str | None = None, units_digest: str | None = None) -> dict:
     """The ``runs`` row of a run, by column."""
     counts, statements = counts or {}, statements or {}
     return {
@@ -187,6 +187,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "statements_rendered": statements.get("rendered"), "renders_reused": statements.get("render_reused"),
         "version": installed("dirtiness"), "started_from": started_from,
         "units_changed": None if unit_changes is None else changed_total(unit_changes), "mode": mode,
+        "units_digest": units_digest,
     }
 
 

@@ -28,6 +28,7 @@ UNIT_ROWS = T.StructType([T.StructField("side", T.StringType()), *(T.StructField
                           T.StructField("content", T.BinaryType())])
 CHANGES = ("added", "deleted", "edited")
 CHANGE_OF = "change_of"  # a unit this run has and the earlier one lacks, the reverse, or both
+DIGEST = "digest"  # of all of a run's units (``units_digest``), in its ``runs`` row as ``units_digest``
 
 
 def unit_contents(side: str, objects: DataFrame, dependencies: DataFrame, indexes: DataFrame) -> DataFrame:
@@ -52,6 +53,16 @@ def cluster_units(spark: SparkSession, definitions: dict[str, str]) -> DataFrame
 
 def _digest(text: Column) -> Column:
     return F.unhex(F.substring(F.sha2(text, 256), 1, 32))  # 128 bits
+
+
+def units_digest(units: DataFrame) -> Hold:
+    """One row, ``digest``: how many ``units`` and the exact sum of their hashes, whatever their order; held
+    split by it, so the hold's counts give it and nothing is collected. Two runs whose units are the same have
+    the same (and two whose units differ, the same by a chance of about 2^-64): a run compares it with the one
+    the run it starts from recorded before it reads that run's units, which only a change needs."""
+    hashed = F.xxhash64("side", *KEY, "content").cast("decimal(38,0)")
+    digest = F.concat_ws(":", F.count(F.lit(1)).cast("string"), F.coalesce(F.sum(hashed), F.lit(0)).cast("string"))
+    return Hold(units.groupBy().agg(digest.alias(DIGEST)), split=DIGEST)
 
 
 def unit_changes(units: DataFrame, earlier: DataFrame) -> Hold:

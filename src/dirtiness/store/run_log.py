@@ -46,6 +46,7 @@ RUNS = pa.schema([
     ("started_from", pa.string()),    # the run whose units this one's were compared with (store.base_run)
     ("units_changed", pa.int64()),    # units added, deleted or edited since (changeset.units); null: no such run
     ("mode", pa.string()),            # incremental (its outputs taken from started_from) | full; null: not finished
+    ("units_digest", pa.string()),    # of all its units (changeset.units.units_digest): a later run compares its own
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),
