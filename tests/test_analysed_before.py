@@ -97,11 +97,12 @@ def chain(spark, tmp_path_factory):
     """Run ``a`` (the example), then the same old project and one statement edited (``_edited``): run ``b`` into
     the same root, beside a planted unfinished run's rows; run ``c`` (also with run id ``b``) into a copy of the
     root whose analysis and rendered statements files are corrupt. Then runs ``d`` and ``e`` of the same inputs
-    into the first root, and ``e`` again into a copy taken after ``d`` from whose dirty sets a row was deleted."""
+    into the first root, and ``e`` again into two copies taken after ``d``: one from whose dirty sets a row was
+    deleted, one where a statement of its plan was edited."""
     folder = tmp_path_factory.mktemp("analysed-before")
     (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
-    first, copy, second = folder / "out", folder / "copy", folder / "second"
+    first, copy, second, edited = folder / "out", folder / "copy", folder / "second", folder / "edited"
     said = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())
@@ -123,8 +124,12 @@ def chain(spark, tmp_path_factory):
         summaries["d"] = run("d", first, new)  # no unit changed, but the inputs hold b's staging suffix
         shutil.copytree(first, second)
         DeltaTable(str(second / "dirty_stmts")).delete(f"run_id = 'd' AND name = '{EDITED}'")
+        shutil.copytree(first, edited)
+        DeltaTable(str(edited / "ddl_plan")).update(updates={"statement": "'SELECT 1'"},
+                                                    predicate="run_id = 'd' AND seq = 1")
         summaries["e"] = run("e", first, new)  # no unit changed since d: d's answer, with e's suffix
         summaries["e-full"] = run("e", second, new)  # d's state does not add up: computed in full
+        summaries["e-edited"] = run("e", edited, new)  # nor where a row of its plan is not what its checks saw
     finally:
         logging.getLogger("dirtiness").removeHandler(handler)
     return {"folder": folder, "new": new, "first": first, "copy": copy, "second": second, "summaries": summaries,
@@ -247,6 +252,8 @@ def test_a_run_whose_units_did_not_change_answers_as_the_run_it_starts_from(chai
     assert (summaries["e-full"]["mode"], summaries["e-full"]["full_because"]) == (
         "full", f"run d has {summaries['d']['counts']['dirty_stmts'] - 1} rows in dirty_stmts, where its runs row "
                 f"says {summaries['d']['counts']['dirty_stmts']}")
+    assert (summaries["e-edited"]["mode"], summaries["e-edited"]["full_because"]) == (
+        "full", "the rows of ddl_plan of run d are not those its checks recorded")
     assert summaries["b"]["full_because"] == "2 units changed (new: 1 added, 1 edited) since run a"
     assert "mode: incremental: no unit changed since run d, whose dirty sets and plan this run takes" in said
     assert "fixpoint" not in summaries["e"]["seconds"] and "plan" not in summaries["e"]["seconds"]

@@ -282,16 +282,16 @@ class _Run:
         texts = [*(f"{n}\n{d}" for n, d in self._clusters().items()), *(f"{d}.{s}" for d, s in settings.forced)]
         facts = self._fact_tables(resolved)
         try:
-            read = {t: earlier.run_table(t, base) for t in tables}
-            recorded = earlier.checks(base) if self.plan else None
-            if recorded is not None:  # with the digests of the tables as read, to compare with those recorded
-                taken = _taken_tables({t: read[t] for t in settings.outputs.values()}, *(read[t] for t in (
+            frames = {t: earlier.run_table(t, base) for t in tables}
+            checks = earlier.checks(base) if self.plan else None
+            if checks is not None:  # with the digests of the tables as read, to compare with those recorded
+                taken = _taken_tables({t: frames[t] for t in settings.outputs.values()}, *(frames[t] for t in (
                     "ddl_plan", PLAN_DECISIONS, DECISIONS)))
-                recorded = recorded.withColumn("read", F.lit(False)).unionByName(
+                checks = checks.withColumn("read", F.lit(False)).unionByName(
                     row_digests(taken, then).withColumn("read", F.lit(True)))
-            held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in read.items()},
+            held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in frames.items()},
                               **({"suffix": suffix_in(inputs, texts, then)} if then != now else {}),
-                              **({"checks": recorded} if recorded is not None else {}),
+                              **({"checks": checks} if checks is not None else {}),
                               **({f"facts:{n}": f for n, f in facts.items()} if self.small else {})})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             return None, f"the outputs of run {base} could not be read ({first_line(error)})"
@@ -303,9 +303,9 @@ class _Run:
             said = (started_from.row or {}).get(column)
             if table in held and held[table].count != said:
                 return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
-        checks = held["checks"].dicts() if "checks" in held else None
-        if checks is not None and (differs := digests_differ([r for r in checks if not r["read"]],
-                                                             [r for r in checks if r["read"]])):
+        check_rows = held["checks"].dicts() if "checks" in held else []
+        found = [{c: r[c] for c in PLAN_CHECK_ROWS.names} for r in check_rows if not r["read"]] or None  # None: none
+        if found is not None and (differs := digests_differ(found, [r for r in check_rows if r["read"]])):
             return None, f"the rows of {differs} of run {base} are not those its checks recorded"
         rounds = rounds_of(held[ROUNDS_TABLE].dicts())
         fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", []),
@@ -315,10 +315,9 @@ class _Run:
             return fields, None
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
-        if checks is not None and len(then) == len(now) and settings.selection is None:
-            # the checks found what they found in that run: a staging name as long, the same rows otherwise
-            report = taken_report([{c: r[c] for c in PLAN_CHECK_ROWS.names} for r in checks if not r["read"]],
-                                  then, now)
+        if found is not None and len(then) == len(now) and settings.selection is None:
+            # the checks find what they found in that run: a staging name as long, the same rows otherwise
+            report = taken_report(found, then, now)
             report.enforce(settings.allow_destructive)
             fields["checks_taken"] = True
         else:
