@@ -55,13 +55,17 @@ def _digest(text: Column) -> Column:
     return F.unhex(F.substring(F.sha2(text, 256), 1, 32))  # 128 bits
 
 
+def hash_sum(*columns: Column | str) -> Column:
+    """An aggregate: the exact sum of the rows' 64-bit hashes of ``columns`` (0 for none), whatever their order.
+    Two sets of rows that differ have the same by a chance of about 2^-64."""
+    return F.coalesce(F.sum(F.xxhash64(*columns).cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
+
+
 def units_digest(units: DataFrame) -> Hold:
-    """One row, ``digest``: how many ``units`` and the exact sum of their hashes, whatever their order; held
-    split by it, so the hold's counts give it and nothing is collected. Two runs whose units are the same have
-    the same (and two whose units differ, the same by a chance of about 2^-64): a run compares it with the one
-    the run it starts from recorded before it reads that run's units, which only a change needs."""
-    hashed = F.xxhash64("side", *KEY, "content").cast("decimal(38,0)")
-    digest = F.concat_ws(":", F.count(F.lit(1)).cast("string"), F.coalesce(F.sum(hashed), F.lit(0)).cast("string"))
+    """One row, ``digest``: how many ``units`` and their ``hash_sum``; held split by it, so the hold's counts
+    give it and nothing is collected. A run compares it with the one the run it starts from recorded before it
+    reads that run's units, which only a change needs."""
+    digest = F.concat_ws(":", F.count(F.lit(1)).cast("string"), hash_sum("side", *KEY, "content").cast("string"))
     return Hold(units.groupBy().agg(digest.alias(DIGEST)), split=DIGEST)
 
 

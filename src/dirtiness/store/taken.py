@@ -20,16 +20,19 @@ with the same digests, takes the checks' findings too.
 from __future__ import annotations
 
 from collections import defaultdict
+from decimal import Decimal
 from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..changeset.units import hash_sum
 from ..datalog.engine import RoundLog
 from ..plan.checks import PlanReport, plan_report
 
 DIGEST = "digest:"  # a check row holding, as its total, the digest of a table's rows (``row_digests``)
+PRIME = Decimal(9223372036854775783)  # the largest prime below 2^63: a digest as a check row's total (a long)
 
 
 def with_suffix(frame: DataFrame, then: str, now: str) -> DataFrame:
@@ -63,16 +66,15 @@ def rounds_of(rows: list[dict]) -> dict[str, list[RoundLog]]:
 
 
 def row_digests(frames: dict[str, DataFrame], suffix: str) -> DataFrame:
-    """A check row (``problem, n, detail, total``) per frame: ``digest:<table>``, its total a sum of its rows'
-    hashes with ``suffix`` taken out (so a run and one that takes its rows, its suffix replaced, record the
-    same), whatever the order of its rows and of its columns."""
+    """A check row (``problem, n, detail, total``) per frame: ``digest:<table>``, its total the ``hash_sum`` of
+    its rows with ``suffix`` taken out (so a run and one that takes its rows, its suffix replaced, record the
+    same), whatever the order of its rows and of its columns, modulo a prime below 2^63."""
     def digest(name: str, frame: DataFrame) -> DataFrame:
         values = [F.replace(F.col(f.name), F.lit(suffix), F.lit("\u0000")) if isinstance(f.dataType, T.StringType)
                   else F.col(f.name).cast("string") for f in sorted(frame.schema.fields, key=lambda f: f.name)]
         return frame.groupBy().agg(F.lit(DIGEST + name).alias("problem"), F.lit(None).cast("int").alias("n"),
                                    F.lit(None).cast("string").alias("detail"),
-                                   F.coalesce(F.sum(F.pmod(F.xxhash64(*values), F.lit(1 << 31))), F.lit(0))
-                                   .cast("long").alias("total"))
+                                   F.pmod(hash_sum(*values), F.lit(PRIME)).cast("long").alias("total"))
 
     return reduce(DataFrame.union, [digest(name, frame) for name, frame in sorted(frames.items())])
 
