@@ -285,8 +285,7 @@ class _Run:
             frames = {t: earlier.run_table(t, base) for t in tables}
             checks = earlier.checks(base) if self.plan else None
             if checks is not None:  # with the digests of the tables as read, to compare with those recorded
-                taken = _taken_tables({t: frames[t] for t in settings.outputs.values()}, *(frames[t] for t in (
-                    "ddl_plan", PLAN_DECISIONS, DECISIONS)))
+                taken = {t: frame for t, frame in frames.items() if t != ROUNDS_TABLE}  # as ``_taken_tables``
                 checks = checks.withColumn("read", F.lit(False)).unionByName(
                     row_digests(taken, then).withColumn("read", F.lit(True)))
             held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in frames.items()},
@@ -383,8 +382,9 @@ class _Run:
         return _Statements(analysis_of(keyed, held.frame.drop(PARSED, "part")), mine, counts)
 
     def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame, earlier: Earlier) -> tuple[_Resolved, _Units]:
-        """Both snapshots resolved against their SQL, the diff, every input check, and the units compared with the
-        run this one starts from: one hold."""
+        """Both snapshots resolved against their SQL, the diff, every input check, and the digest of the units
+        compared with the one the run this one starts from recorded: one hold; one more, when they differ, to find
+        which units changed."""
         settings = self.settings
         external = list(settings.external_databases)
         sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
