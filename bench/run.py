@@ -22,7 +22,8 @@ the engine's cost per round against the floor's, without the JVM's warm-up.
 ``--next-run CHANGES`` then measures an hour's schedule: ``CHANGES`` more
 statements of the new project edited, the next run into the same output root
 (taking whatever earlier runs there left) against the same inputs with
-``--full``, alternately, ``--pairs`` times each, in the same session. It prints
+``--full``, alternately, ``--pairs`` times each (each pair after ``CHANGES``
+edits more, so that every next run follows a change), in the same session. It prints
 the ratio of their medians against issue 53's budget for a run after a small
 change (at most 25% of a full run at 100,000 objects, 20% at a million), their
 Spark jobs, whether both gave the same rows, and the bytes of what earlier runs
@@ -193,15 +194,16 @@ def measure(args: argparse.Namespace, work: str) -> None:
 
 def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: dict, out: str, work: str) -> dict:
     """The next hourly run after ``args.next_run`` more edits, into ``out`` (after the measured run), against
-    the same inputs run ``--full`` into roots of their own; alternately, ``args.pairs`` of each."""
+    the same inputs run ``--full`` into roots of their own; alternately, ``args.pairs`` of each, each pair after
+    as many edits more (so that every next run starts from one whose inputs differ from its own)."""
     rng = random.Random(args.seed + 1)
     objects = new["objects"].to_pylist()
-    for row in rng.sample(objects, args.next_run):
-        row["hash"] += "-next"
-    new_path = write_snapshot({**new, "objects": pa.Table.from_pylist(objects, schema=new["objects"].schema)},
-                              os.path.join(work, "new-next"))
     figures: list[dict] = []
     for pair in range(args.pairs):
+        for row in rng.sample(objects, args.next_run):
+            row["hash"] += f"-next{pair}"
+        new_path = write_snapshot({**new, "objects": pa.Table.from_pylist(objects, schema=new["objects"].schema)},
+                                  os.path.join(work, f"new-next-{pair}"))
         for full in ((False, True) if pair % 2 == 0 else (True, False)):
             run_id = f"{'full' if full else 'next'}-{pair}"
             root = os.path.join(work, run_id) if full else out
@@ -209,7 +211,7 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
                                          strategy=args.strategy, allow_destructive=True), config)
             work_of = SparkWork(spark)
             summary = run(spark, settings)
-            figures.append({"full": full, "mode": summary["mode"], "seconds": summary["seconds"]["total"],
+            figures.append({"full": full, "pair": pair, "mode": summary["mode"], "seconds": summary["seconds"]["total"],
                             "jobs": work_of.take()["jobs"],
                             "stages": summary["seconds"], "answer": answer_of(root, run_id)})
             print(json.dumps({k: v for k, v in figures[-1].items() if k != "answer"} | {"run": run_id}),
@@ -223,7 +225,7 @@ def next_run(args: argparse.Namespace, spark, config: dict, old_path: str, new: 
         "changes": args.next_run, "next_s": statistics.median(f["seconds"] for f in nexts),
         "full_s": statistics.median(f["seconds"] for f in fulls), "ratio": round(ratio, 3), "budget": budget,
         "next_jobs": nexts[0]["jobs"], "full_jobs": fulls[0]["jobs"], "next_modes": sorted({f["mode"] for f in nexts}),
-        "same_rows": all(f["answer"] == fulls[0]["answer"] for f in figures),
+        "same_rows": all(n["answer"] == f["answer"] for n, f in zip(nexts, fulls)),
         "kept_bytes": kept, "facts_bytes": facts}
     print(f"next run after {args.next_run} edits ({', '.join(figures_['next_modes'])}): {figures_['next_s']:.1f} s "
           f"({figures_['next_jobs']} jobs) against "

@@ -191,7 +191,8 @@ class _Units:
     units: Batch               # changeset.units.UNIT_ROWS
     digest: str                # of them all (``changeset.units.units_digest``), for the next run to compare with
     started_from: BaseRun      # that run, or why there is none
-    changes: dict | None       # {side: {change: units}}; None without such a run
+    changes: dict | None       # {side: {change: units}}; None without such a run (or not compared yet)
+    comparison: Hold | None = None  # their comparison with that run's, still to hold (``Run.compared``)
 
 
 class _Run:
@@ -229,8 +230,11 @@ class _Run:
             statements = self.statements(old, new, earlier)
         with clock("facts"):
             resolved, units = self.resolved(old, new, statements.analysis, earlier)
+            numbered = None
+            if units.comparison is not None:  # something changed: the run is full, and compares as it numbers
+                numbered, units = self.compared(resolved, units)
             full_because = self.full_because(units)
-            facts = None if full_because is None else self.facts(resolved, self.numbered(resolved))
+            facts = None if full_because is None else self.facts(resolved, numbered or self.numbered(resolved)[0])
         computed = {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
                     "units": units.units, "units_digest": units.digest, "started_from": units.started_from,
                     "unit_changes": units.changes}
@@ -242,7 +246,7 @@ class _Run:
                          "takes", units.started_from.run_id)
                 return {**computed, **taken, "mode": INCREMENTAL}
             with clock("facts"):  # a state not taken: the rest of the facts, its time added to the stage's
-                facts = self.facts(resolved, self.numbered(resolved))
+                facts = self.facts(resolved, self.numbered(resolved)[0])
         computed["facts"] = facts.numbered.tables
         log.info("mode: full (%s)", full_because)
         computed = {**computed, "full_because": full_because}
@@ -383,8 +387,8 @@ class _Run:
 
     def resolved(self, old: Snapshot, new: Snapshot, analysis: DataFrame, earlier: Earlier) -> tuple[_Resolved, _Units]:
         """Both snapshots resolved against their SQL, the diff, every input check, and the digest of the units
-        compared with the one the run this one starts from recorded: one hold; one more, when they differ, to find
-        which units changed."""
+        compared with the one the run this one starts from recorded: one hold. Where they differ, which units
+        changed is left for the numbering's hold (``comparison``): a run in which something changed is full."""
         settings = self.settings
         external = list(settings.external_databases)
         sides = {"new": resolve_statements(new, analysis, settings.sql, external, side="new"),
@@ -412,28 +416,38 @@ class _Run:
         # that run's units are read only where its digest of them differs from this one's (or it recorded none)
         recorded = (started_from.row or {}).get("units_digest") if before is not None else None
         compared = {"unit_changes": unit_changes(units, before)} if before is not None and not recorded else {}
-        try:
-            held = self.hold({**frames, **compared})
-        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
-            if not compared:
-                raise
-            started_from = self._unreadable(error)
-            held = self.hold(frames)
+        held, unreadable = self._hold_comparing(frames, compared)
+        started_from = unreadable or started_from
         self._raise(held.get("checks"), problems, warnings)
         (digest,) = held["units_digest"].counts
-        if recorded and recorded != digest:  # something changed: which units, one more job
-            try:
-                held = {**held, **self.hold({"unit_changes": unit_changes(held["units"].frame, before)})}
-            except Exception as error:  # noqa: BLE001
-                started_from = self._unreadable(error)
         resolved = _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
                              held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
+        if recorded and recorded != digest and started_from.run_id is not None:
+            return resolved, _Units(held["units"], digest, started_from, None,
+                                    unit_changes(held["units"].frame, before))
         changes = (unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held
                    else unit_counts({}) if recorded == digest else None)
         return resolved, self.units(held["units"], digest, started_from, changes)
 
-    def _unreadable(self, error: Exception) -> BaseRun:
-        return BaseRun(why=f"{UNITS} under {self.settings.out} could not be read ({first_line(error)})")
+    def compared(self, resolved: _Resolved, units: _Units) -> tuple[_Numbered, _Units]:
+        """The keys numbered (``numbered``) and, in the same hold, which units changed since the run this one
+        starts from (their digests differ): no job of its own, as a full run numbers its keys anyway."""
+        numbered, held, unreadable = self.numbered(resolved, {"unit_changes": units.comparison})
+        if unreadable is not None:
+            return numbered, self.units(units.units, units.digest, unreadable, None)
+        changes = unit_counts(held["unit_changes"].counts or {})
+        return numbered, self.units(units.units, units.digest, units.started_from, changes)
+
+    def _hold_comparing(self, frames: dict, compared: dict) -> tuple[dict[str, Batch], BaseRun | None]:
+        """``frames`` and ``compared`` (which read the units of the run this one starts from) in one hold; where
+        those cannot be read, ``frames`` alone, and that run as none to start from (why)."""
+        try:
+            return self.hold({**frames, **compared}), None
+        except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            if not compared:
+                raise
+            unreadable = BaseRun(why=f"{UNITS} under {self.settings.out} could not be read ({first_line(error)})")
+            return self.hold(frames), unreadable
 
     def units(self, units: Batch, digest: str, started_from: BaseRun, changes: dict | None) -> _Units:
         """Both sides' units as ``resolved`` held them and their digest, and what changed since the run this one
@@ -446,9 +460,11 @@ class _Run:
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
         return _Units(units, digest, started_from, changes)
 
-    def numbered(self, resolved: _Resolved) -> _Numbered:
+    def numbered(self, resolved: _Resolved, compared: dict | None = None) -> tuple[_Numbered, dict[str, Batch],
+                                                                                 BaseRun | None]:
         """The keys of both sides numbered (``changeset.catalog``), with the facts tables of a small catalog: one
-        hold."""
+        hold, with ``compared`` (frames reading the units of the run this one starts from), which it returns
+        held, or else why that run's units could not be read."""
         settings, spark = self.settings, self.spark
         old, new, changed = resolved.old, resolved.new, resolved.changed
         dirty_facts = self._fact_tables(resolved)
@@ -457,16 +473,18 @@ class _Run:
         numbered_objects_ = numbered_objects(table, edges, settings.interning_seed)
         numbered_names_ = numbered_names(name_keys(spark, table, new, old, list(settings.forced),
                                                    settings.dialect.clusters), settings.interning_seed)
-        held = self.hold({"objects": numbered_objects_, "names": numbered_names_,
-                          "clashes": id_clashes(numbered_objects_, numbered_names_),
-                          **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})})
+        held, unreadable = self._hold_comparing(
+            {"objects": numbered_objects_, "names": numbered_names_,
+             "clashes": id_clashes(numbered_objects_, numbered_names_),
+             **({f"facts:{n}": f for n, f in dirty_facts.items()} if self.small else {})}, compared or {})
         if held["clashes"].count:
             kind, id_ = min((r["kind"], r["id"]) for r in held["clashes"].dicts())
             clash = clash_detail(held["objects"].frame, held["names"].frame, kind, id_)
             raise RunError(f"two keys have the same id ({clash}): set interning_seed in the configuration to "
                            "another integer and run again")
         tables = {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in dirty_facts.items()}
-        return _Numbered(held["objects"].frame, held["names"], edges, tables)
+        return (_Numbered(held["objects"].frame, held["names"], edges, tables),
+                {n: held[n] for n in compared or {} if n in held}, unreadable)
 
     def _fact_tables(self, resolved: _Resolved) -> dict[str, DataFrame]:
         """The rows of the base facts tables (``facts/<relation>``), as frames."""
