@@ -104,3 +104,27 @@ def test_rows_from_arrow_replace_a_run_whose_files_have_no_run_id_statistics_and
     table = DeltaTable(str(tmp_path / "ours"))
     assert table.file_uris(file_pruning_predicate=[("at", ">=", when[0])])
     assert not table.file_uris(file_pruning_predicate=[("at", ">", when[0] + dt.timedelta(milliseconds=1))])
+
+
+def test_a_retry_after_a_compaction_replaces_the_runs_rows_in_the_compacted_file(tmp_path):
+    """No Spark. A team compacts its tables (delta-rs ``optimize.compact``, Databricks' OPTIMIZE): one file then
+    holds rows of several runs. A retry of one of them takes its rows out of that file (a copy without them, in
+    the same commit as its new rows), and leaves every other run's rows and the files' statistics as they were."""
+    def rows(values):
+        return pa.table({"n": pa.array(values, pa.int64())})
+
+    store = DeltaStore(None, str(tmp_path))
+    for run_id, values in (("a", [1, 2]), ("b", [3, 4]), ("c", [5])):
+        store.replace_run("t", rows(values), run_id)
+    DeltaTable(str(tmp_path / "t")).optimize.compact()
+    store.replace_run("t", rows([6]), "d")  # a file of its own beside the compacted one
+    assert len(DeltaTable(str(tmp_path / "t")).file_uris()) == 2
+    store.replace_run("t", rows([30]), "b")  # a retry of run b
+    table = DeltaTable(str(tmp_path / "t"))
+    assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 1), ("a", 2), ("b", 30), ("c", 5), ("d", 6)]
+    assert [h["operation"] for h in table.history()][0] == "WRITE"  # one commit: the new rows and the copy
+    files = {(f["min.run_id"], f["max.run_id"], f["num_records"])
+             for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()}
+    assert files == {("a", "c", 3), ("b", "b", 1), ("d", "d", 1)}  # the copy keeps a and c, with statistics
+    store.replace_run("t", rows([]), "a")  # and a retry of run a, now in the copy, with no rows
+    assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("b", 30), ("c", 5), ("d", 6)]

@@ -2,7 +2,9 @@
 
 Every table holds rows of many runs, told apart by a ``run_id`` column; a run
 writes its own files only, so replacing a run's rows (a retry) is one
-transaction that adds the new files and removes that run's old ones.
+transaction that adds the new files and removes that run's old ones (and, in
+a file that a compaction gave rows of other runs too, rewrites it without
+them).
 
 Rows a run holds on the driver (a small catalog's facts, dirty sets and
 plan; every run record) are written from Arrow by pyarrow and committed by
@@ -236,7 +238,7 @@ def _commit(table_path: str, folder: str, arrow_schema: pa.Schema, replace_run: 
         if added:
             _add_columns(table, added)
             table = DeltaTable(table_path)
-        removes = _run_files(table, replace_run) if replace_run is not None else []
+        removes = _run_files(table, table_path, replace_run) if replace_run is not None else []
         try:
             table.create_write_transaction(
                 adds + removes, mode="append", schema=Schema.from_arrow(arrow_schema),
@@ -266,9 +268,11 @@ def _add_columns(table, fields: list[pa.Field]) -> None:
     table.alter.add_columns(list(Schema.from_arrow(pa.schema(fields)).fields))
 
 
-def _run_files(table, run_id: str) -> list:
-    """Remove actions for the active files that hold only rows of ``run_id``: by the log's statistics, or,
-    for a file without them, by reading its run ids."""
+def _run_files(table, table_path: str, run_id: str) -> list:
+    """The actions that take ``run_id``'s rows out of the table: a remove for every active file that holds only
+    its rows, and, for a file that holds them beside other runs' (as after a compaction, by delta-rs's
+    ``optimize.compact`` or Databricks' OPTIMIZE), a remove and an add of a copy without them, written to a
+    fresh folder. Which files may hold them: by the log's statistics; a file without them is read."""
     from deltalake.transaction import RemoveAction
 
     files = pa.table(table.get_add_actions(flatten=True))
@@ -276,21 +280,46 @@ def _run_files(table, run_id: str) -> list:
     if {low, high} <= set(files.column_names):
         only = pc.and_(pc.equal(files[low], run_id), pc.equal(files[high], run_id))
         unknown = pc.or_(pc.is_null(files[low]), pc.is_null(files[high]))
+        between = pc.and_(pc.less_equal(files[low], run_id), pc.greater_equal(files[high], run_id))
         ours = files.filter(pc.fill_null(only, False)).to_pylist()
-        unsure = files.filter(unknown).to_pylist()
+        unsure = files.filter(pc.or_(unknown, pc.and_(pc.fill_null(between, False),
+                                                       pc.invert(pc.fill_null(only, False))))).to_pylist()
     else:
         ours, unsure = [], files.to_pylist()
-    ours += [row for row in unsure if _only_run_in_file(table, row["path"]) == run_id]
+    mixed = []
+    for row in unsure:
+        held = _run_ids_in_file(table, row["path"])
+        if held == {run_id}:
+            ours.append(row)
+        elif run_id in held:
+            mixed.append(row)
     now = int(time.time() * 1000)
-    return [RemoveAction(path=row["path"], data_change=True, deletion_timestamp=now, size=row.get("size_bytes"))
-            for row in ours]
+    removes = [RemoveAction(path=row["path"], data_change=True, deletion_timestamp=now, size=row.get("size_bytes"))
+               for row in ours + mixed]
+    return removes + (_without_run(table, table_path, [row["path"] for row in mixed], run_id) if mixed else [])
 
 
-def _only_run_in_file(table, relative: str) -> str | None:
-    uri = os.path.join(table.table_uri, relative)
-    fs, path = pafs.FileSystem.from_uri(uri)
-    values = set(pq.read_table(path, columns=[RUN_ID], filesystem=fs).column(RUN_ID).to_pylist())
-    return values.pop() if len(values) == 1 else None
+def _file_of(table, relative: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(os.path.join(table.table_uri, relative))
+
+
+def _run_ids_in_file(table, relative: str) -> set:
+    fs, path = _file_of(table, relative)
+    return set(pq.read_table(path, columns=[RUN_ID], filesystem=fs).column(RUN_ID).to_pylist())
+
+
+def _without_run(table, table_path: str, relatives: list[str], run_id: str) -> list:
+    """Add actions for copies of the given files without ``run_id``'s rows, written to a fresh folder of the
+    table (a copy on write, as Delta's own DELETE makes; the originals stay until VACUUM)."""
+    folder = _new_folder()
+    fs, base = pafs.FileSystem.from_uri(os.path.abspath(table_path) if "://" not in table_path else table_path)
+    fs.create_dir(f"{base}/{folder}")
+    for number, relative in enumerate(relatives):
+        source_fs, path = _file_of(table, relative)
+        rows = pq.read_table(path, filesystem=source_fs)
+        kept = rows.filter(pc.fill_null(pc.not_equal(rows[RUN_ID], run_id), True))
+        pq.write_table(kept, f"{base}/{folder}/part-{number:05d}.parquet", filesystem=fs)
+    return _add_actions(table_path, folder)
 
 
 def _add_actions(table_path: str, folder: str) -> list:
