@@ -128,3 +128,30 @@ def test_a_retry_after_a_compaction_replaces_the_runs_rows_in_the_compacted_file
     assert files == {("a", "c", 3), ("b", "b", 1), ("d", "d", 1)}  # the copy keeps a and c, with statistics
     store.replace_run("t", rows([]), "a")  # and a retry of run a, now in the copy, with no rows
     assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("b", 30), ("c", 5), ("d", 6)]
+
+
+def test_two_retries_at_once_over_one_compacted_file_keep_both_runs_rows(tmp_path):
+    """No Spark. Two runs whose rows share a compacted file retried at the same moment: each commit removes that
+    file, so one loses (delta-rs refuses it), reloads the table and copies the other's copy instead."""
+    import threading
+
+    store = DeltaStore(None, str(tmp_path))
+    for run_id, values in (("a", [1, 2]), ("b", [3, 4]), ("c", [5])):
+        store.replace_run("t", pa.table({"n": pa.array(values, pa.int64())}), run_id)
+    DeltaTable(str(tmp_path / "t")).optimize.compact()
+    together, failed = threading.Barrier(2), []
+
+    def retry(run_id: str, value: int) -> None:
+        together.wait()
+        try:
+            store.replace_run("t", pa.table({"n": pa.array([value], pa.int64())}), run_id)
+        except Exception as error:  # noqa: BLE001 - asserted below
+            failed.append(error)
+
+    threads = [threading.Thread(target=retry, args=args) for args in (("a", 10), ("b", 30))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 10), ("b", 30), ("c", 5)]
