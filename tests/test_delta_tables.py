@@ -13,6 +13,11 @@ def frame(spark, run_id, values):
     return spark.createDataFrame([(run_id, v) for v in values], "run_id string, n long")
 
 
+def arrow_rows(values):
+    """A run's rows on the driver (``replace_run`` tags them with the run id)."""
+    return pa.table({"n": pa.array(values, pa.int64())})
+
+
 def test_replace_run_keeps_other_runs_and_removes_old_files(spark, tmp_path):
     store = DeltaStore(spark, str(tmp_path))
     assert store.replace_run("t", frame(spark, "a", [1, 2, 3]), "a") == 3
@@ -110,23 +115,20 @@ def test_a_retry_after_a_compaction_replaces_the_runs_rows_in_the_compacted_file
     """No Spark. A team compacts its tables (delta-rs ``optimize.compact``, Databricks' OPTIMIZE): one file then
     holds rows of several runs. A retry of one of them takes its rows out of that file (a copy without them, in
     the same commit as its new rows), and leaves every other run's rows and the files' statistics as they were."""
-    def rows(values):
-        return pa.table({"n": pa.array(values, pa.int64())})
-
     store = DeltaStore(None, str(tmp_path))
     for run_id, values in (("a", [1, 2]), ("b", [3, 4]), ("c", [5])):
-        store.replace_run("t", rows(values), run_id)
+        store.replace_run("t", arrow_rows(values), run_id)
     DeltaTable(str(tmp_path / "t")).optimize.compact()
-    store.replace_run("t", rows([6]), "d")  # a file of its own beside the compacted one
+    store.replace_run("t", arrow_rows([6]), "d")  # a file of its own beside the compacted one
     assert len(DeltaTable(str(tmp_path / "t")).file_uris()) == 2
-    store.replace_run("t", rows([30]), "b")  # a retry of run b
+    store.replace_run("t", arrow_rows([30]), "b")  # a retry of run b
     table = DeltaTable(str(tmp_path / "t"))
     assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("a", 1), ("a", 2), ("b", 30), ("c", 5), ("d", 6)]
     assert [h["operation"] for h in table.history()][0] == "WRITE"  # one commit: the new rows and the copy
     files = {(f["min.run_id"], f["max.run_id"], f["num_records"])
              for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()}
     assert files == {("a", "c", 3), ("b", "b", 1), ("d", "d", 1)}  # the copy keeps a and c, with statistics
-    store.replace_run("t", rows([]), "a")  # and a retry of run a, now in the copy, with no rows
+    store.replace_run("t", arrow_rows([]), "a")  # and a retry of run a, now in the copy, with no rows
     assert sorted(pl.read_delta(str(tmp_path / "t")).rows()) == [("b", 30), ("c", 5), ("d", 6)]
 
 
@@ -137,14 +139,14 @@ def test_two_retries_at_once_over_one_compacted_file_keep_both_runs_rows(tmp_pat
 
     store = DeltaStore(None, str(tmp_path))
     for run_id, values in (("a", [1, 2]), ("b", [3, 4]), ("c", [5])):
-        store.replace_run("t", pa.table({"n": pa.array(values, pa.int64())}), run_id)
+        store.replace_run("t", arrow_rows(values), run_id)
     DeltaTable(str(tmp_path / "t")).optimize.compact()
     together, failed = threading.Barrier(2), []
 
     def retry(run_id: str, value: int) -> None:
         together.wait()
         try:
-            store.replace_run("t", pa.table({"n": pa.array([value], pa.int64())}), run_id)
+            store.replace_run("t", arrow_rows([value]), run_id)
         except Exception as error:  # noqa: BLE001 - asserted below
             failed.append(error)
 

@@ -278,12 +278,11 @@ def _run_files(table, table_path: str, run_id: str) -> list:
     files = pa.table(table.get_add_actions(flatten=True))
     low, high = f"min.{RUN_ID}", f"max.{RUN_ID}"
     if {low, high} <= set(files.column_names):
-        only = pc.and_(pc.equal(files[low], run_id), pc.equal(files[high], run_id))
-        unknown = pc.or_(pc.is_null(files[low]), pc.is_null(files[high]))
-        between = pc.and_(pc.less_equal(files[low], run_id), pc.greater_equal(files[high], run_id))
-        ours = files.filter(pc.fill_null(only, False)).to_pylist()
-        unsure = files.filter(pc.or_(unknown, pc.and_(pc.fill_null(between, False),
-                                                       pc.invert(pc.fill_null(only, False))))).to_pylist()
+        only = pc.fill_null(pc.and_(pc.equal(files[low], run_id), pc.equal(files[high], run_id)), False)
+        may_hold = pc.fill_null(pc.and_(pc.less_equal(files[low], run_id), pc.greater_equal(files[high], run_id)),
+                                True)  # no statistics: it may
+        ours = files.filter(only).to_pylist()
+        unsure = files.filter(pc.and_(may_hold, pc.invert(only))).to_pylist()
     else:
         ours, unsure = [], files.to_pylist()
     mixed = []
@@ -299,6 +298,10 @@ def _run_files(table, table_path: str, run_id: str) -> list:
     return removes + (_without_run(table, table_path, [row["path"] for row in mixed], run_id) if mixed else [])
 
 
+def _table_fs(table_path: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(os.path.abspath(table_path) if "://" not in table_path else table_path)
+
+
 def _file_of(table, relative: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(os.path.join(table.table_uri, relative))
 
@@ -312,7 +315,7 @@ def _without_run(table, table_path: str, relatives: list[str], run_id: str) -> l
     """Add actions for copies of the given files without ``run_id``'s rows, written to a fresh folder of the
     table (a copy on write, as Delta's own DELETE makes; the originals stay until VACUUM)."""
     folder = _new_folder()
-    fs, base = pafs.FileSystem.from_uri(os.path.abspath(table_path) if "://" not in table_path else table_path)
+    fs, base = _table_fs(table_path)
     fs.create_dir(f"{base}/{folder}")
     for number, relative in enumerate(relatives):
         source_fs, path = _file_of(table, relative)
@@ -325,7 +328,7 @@ def _without_run(table, table_path: str, relatives: list[str], run_id: str) -> l
 def _add_actions(table_path: str, folder: str) -> list:
     from deltalake.transaction import AddAction
 
-    fs, base = pafs.FileSystem.from_uri(os.path.abspath(table_path) if "://" not in table_path else table_path)
+    fs, base = _table_fs(table_path)
     infos = fs.get_file_info(pafs.FileSelector(f"{base}/{folder}"))
     adds = []
     for info in sorted(infos, key=lambda i: i.path):
