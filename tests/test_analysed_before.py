@@ -24,6 +24,7 @@ from dirtiness.inputs.references import SqlSettings
 from dirtiness.model import UNITS
 from dirtiness.pipeline import earlier_of
 from dirtiness.plan.operations import deploy_suffix
+from dirtiness.plan.rendered_again import RENDER_INPUTS
 from dirtiness.plan.rendered_before import PLACEHOLDER, RENDERED_STATEMENTS
 from dirtiness.readback.explain import explain, format_text
 from dirtiness.readback.report.page import write_report
@@ -52,6 +53,17 @@ def _edited(folder) -> str:
         "depends_on": [[entry["database"], entry["schema"], EDITED]],
         "sql": f"CREATE VIEW {name} AS SELECT * FROM {entry['schema']}.{EDITED}"})
     path = folder / "new.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+def _restated(folder, new: str) -> str:
+    """The edited project with the edited statement edited again, in its text and hash only: a restated unit."""
+    document = yaml.safe_load(open(new))
+    (entry,) = [o for o in document["objects"] if o["name"] == EDITED]
+    entry["sql"] = entry["sql"].replace("SELECT", "SELECT /* edited again */", 1)
+    entry["hash"] += "-again"
+    path = folder / "newer.yaml"
     path.write_text(yaml.safe_dump(document))
     return str(path)
 
@@ -98,19 +110,23 @@ def chain(spark, tmp_path_factory):
     the same root, beside a planted unfinished run's rows; run ``c`` (also with run id ``b``) into a copy of the
     root whose analysis and rendered statements files are corrupt. Then runs ``d`` and ``e`` of the same inputs
     into the first root, and ``e`` again into two copies taken after ``d``: one from whose dirty sets a row was
-    deleted, one where a statement of its plan was edited."""
+    deleted, one where a statement of its plan was edited. Last, the edited statement edited again
+    (``_restated``): run ``f`` into the first root, ``f --full`` into the second, and ``f`` into a copy of the
+    first taken after ``e``, from whose facts ``e``'s ``ChangedStmt`` rows were deleted."""
     folder = tmp_path_factory.mktemp("analysed-before")
     (folder / "conf.yaml").write_text(yaml.safe_dump({"sql": {"reuse_from_objects": 0}}))
     new = _edited(folder)
     first, copy, second, edited = folder / "out", folder / "copy", folder / "second", folder / "edited"
+    tampered = folder / "tampered"
     said = []
     handler = logging.Handler()
     handler.emit = lambda record: said.append(record.getMessage())
     logging.getLogger("dirtiness").addHandler(handler)
     try:
-        def run(run_id: str, out, new_path: str) -> dict:
+        def run(run_id: str, out, new_path: str, *flags: str) -> dict:
             code = main(["run", "--old", EXAMPLE_OLD, "--new", new_path, "--out", str(out), "--run-id", run_id,
-                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json")])
+                         "--config", str(folder / "conf.yaml"), "--summary-json", str(folder / f"{run_id}.json"),
+                         *flags])
             assert code == 0, run_id
             return json.loads((folder / f"{run_id}.json").read_text())
 
@@ -130,10 +146,16 @@ def chain(spark, tmp_path_factory):
         summaries["e"] = run("e", first, new)  # no unit changed since d: d's answer, with e's suffix
         summaries["e-full"] = run("e", second, new)  # d's state does not add up: computed in full
         summaries["e-edited"] = run("e", edited, new)  # nor where a row of its plan is not what its checks saw
+        newer = _restated(folder, new)
+        shutil.copytree(first, tampered)
+        DeltaTable(str(tampered / "facts/changed_stmt")).delete("run_id = 'e'")
+        summaries["f"] = run("f", first, newer)  # e's answer, the edited statement's plan rows rendered again
+        summaries["f-full"] = run("f", second, newer, "--full")
+        summaries["f-tampered"] = run("f", tampered, newer)  # e's facts are not this run's: computed in full
     finally:
         logging.getLogger("dirtiness").removeHandler(handler)
     return {"folder": folder, "new": new, "first": first, "copy": copy, "second": second, "summaries": summaries,
-            "said": said}
+            "said": said, "tampered": tampered}
 
 
 def _renders(out, run_id: str) -> int:
@@ -195,11 +217,11 @@ def test_full_reads_nothing_earlier_runs_left(chain, spark):
     # the chain's runs had sql.reuse_from_objects 0: under the bundled configuration none is a run to start from
     started_from, units = earlier_of(store, resolve(RunParams(**params), load_config())).units()
     assert units is None and started_from.why == ("no succeeded run with these rules, configuration and version "
-                                                  "of dirtiness: the latest, e, was computed with another "
+                                                  "of dirtiness: the latest, f, was computed with another "
                                                   "configuration")
     config = load_config(str(chain["folder"] / "conf.yaml"))
     started_from, units = earlier_of(store, resolve(RunParams(**params), config)).units()
-    assert started_from == BaseRun("e") and units.count() == chain["summaries"]["e"]["units"]["total"]
+    assert started_from == BaseRun("f") and units.count() == chain["summaries"]["f"]["units"]["total"]
 
 
 def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
@@ -210,7 +232,7 @@ def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
     assert a == {"total": objects, "started_from": None, "why": "no earlier run"}
     assert b == {"total": objects + 1, "started_from": "a",
                  "changes": {"old": {"added": 0, "deleted": 0, "edited": 0},
-                             "new": {"added": 1, "deleted": 0, "edited": 1}}}
+                             "new": {"added": 1, "deleted": 0, "edited": 1}}, "restated": 0}
     assert c["started_from"] is None and c["why"].startswith(f"{UNITS} under {chain['copy']} could not be read (")
     assert any(line.startswith(f"units: compared with no earlier run under {chain['copy']} ({UNITS} under")
                for line in chain["said"])
@@ -220,16 +242,16 @@ def test_a_run_compares_its_units_with_those_of_the_run_it_starts_from(chain):
     assert runs["a"]["version"] == runs["b"]["version"] is not None
     units = pl.read_delta(str(chain["first"] / UNITS))
     assert units.filter(pl.col("run_id") == "b").height == objects + 1
-    edited = units.filter((pl.col("name") == EDITED) & (pl.col("side") == "new"))
+    edited = units.filter((pl.col("name") == EDITED) & (pl.col("side") == "new") & pl.col("run_id").is_in(["a", "b"]))
     assert edited.select("content").n_unique() == 2  # a and b: the statement edited
     # explain says what changed in an object since the run its run started from
     tables = RunTables.open(str(chain["first"]), "b")
     database, schema = edited.row(0, named=True)["database"], edited.row(0, named=True)["schema"]
     explained = explain(tables, "object", (database, schema, EDITED))
-    assert explained.since == {"run": "a", "mode": "full", "old": None, "new": "edited"}
+    assert explained.since == {"run": "a", "mode": "full", "units_changed": 2, "old": None, "new": "edited"}
     assert "  since run a (the run this one started from): new side edited" in format_text(explained).splitlines()
-    assert explain(tables, "object", ("materialize", "auction", "bids")).since == {"run": "a", "mode": "full",
-                                                                                   "old": None, "new": None}
+    assert explain(tables, "object", ("materialize", "auction", "bids")).since == {
+        "run": "a", "mode": "full", "units_changed": 2, "old": None, "new": None}
     page = chain["folder"] / "b.html"  # and the report, among how the run was computed
     write_report(tables, str(page), None)
     assert 'started from</th><td>run <span class="mono">a</span>: 2 units changed since' in page.read_text()
@@ -338,3 +360,131 @@ def test_a_render_of_the_generic_inputs_is_the_render_of_the_runs_own(spark):
             assert any(PLACEHOLDER in (e or "") for e in ends) == (suffix in str(row)), label
             back = tuple(x.replace(PLACEHOLDER, suffix) if isinstance(x, str) else x for x in rendered(got))
             assert back == rendered(own) and back[0] is not None, label
+
+
+def test_a_run_whose_only_changes_are_statements_renders_their_rows_again_and_answers_as_a_full_run(chain):
+    """``f`` edits a statement already edited since the deployed project, in its text and hash only: it takes
+    ``e``'s dirty sets, decisions and plan, renders the rows of that statement again and checks the plan, and
+    writes every row ``f --full`` writes; where ``e``'s facts are not ``f``'s (tampered with), ``f`` is full."""
+    summaries, said = chain["summaries"], chain["said"]
+    f = summaries["f"]
+    assert (f["mode"], f["full_because"], f["units"]["started_from"], f["units"]["restated"]) == (
+        "incremental", None, "e", 1)
+    assert f["units"]["changes"]["new"] == {"added": 0, "deleted": 0, "edited": 1}
+    assert f["plan_checks"] == "computed" and "fixpoint" not in f["seconds"] and "plan" not in f["seconds"]
+    assert ("mode: incremental: 1 unit restated since run e (only their statements edited), whose dirty sets and "
+            "plan this run takes, their plan rows rendered again") in said
+    assert (summaries["f-full"]["mode"], summaries["f-full"]["full_because"]) == ("full", "--full")
+    assert summaries["f-tampered"]["full_because"] == (
+        "1 unit changed (new: 1 edited) since run e, only in their statements, but the facts of ChangedStmt differ "
+        "from that run's")
+
+    def rows(out, table: str) -> list[str]:
+        frame = pl.read_delta(str(out / table)).filter(pl.col("run_id") == "f")
+        return sorted(map(str, frame.drop([c for c in ("seconds",) if c in frame.columns]).rows()))
+    for table in (*TABLES, "plan_decisions", "plan_checks", "run_relations", "run_rounds", UNITS, "desired_objects",
+                  RENDER_INPUTS):
+        taken, computed = rows(chain["first"], table), rows(chain["second"], table)
+        assert taken, table
+        assert taken == computed, table
+    plan = pl.read_delta(str(chain["first"] / "ddl_plan"))
+    again = plan.filter(pl.col("statement").str.contains("edited again"))
+    assert again["run_id"].to_list() == ["f"] and deploy_suffix("f") in again["statement"][0]
+    tables = RunTables.open(str(chain["first"]), "f")
+    explained = format_text(explain(tables, "object", ("materialize", "internal", EDITED)))
+    assert ("  since run e (the run this one started from; its answer taken from it, its restated statements "
+            "rendered again): new side edited") in explained.splitlines()
+    page = chain["folder"] / "f.html"
+    write_report(tables, str(page), None)
+    assert ('mode</th><td>incremental (1 unit restated: the dirty sets and the plan of run <span class="mono">e'
+            '</span>, the plan rows of their statements rendered again)') in page.read_text()
+
+
+def _project(path, edits: dict[str, str]) -> str:
+    """The example's new project with each named object's statement and hash edited (``edits``: name -> tag)."""
+    document = yaml.safe_load(open(EXAMPLE_NEW))
+    for entry in document["objects"]:
+        if entry["name"] in edits:
+            entry["sql"] = entry["sql"].replace("SELECT", f"SELECT /* {edits[entry['name']]} */", 1)
+            entry["hash"] += f"-{edits[entry['name']]}"
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+@pytest.mark.parametrize("strategy, held", [("in-place", "rows"), ("blue-green", "blocks"), ("none", "rows")])
+def test_a_restated_run_answers_as_a_full_run_under_each_strategy(spark, tmp_path, strategy, held):
+    """A restated statement whose staged copy reads other staged objects (``flippers``, modified in the base
+    run's project): its rows rendered again from the kept render inputs, held as blocks (by Spark) or as rows
+    (on the driver), give the rows of a full run of the same inputs, in both roots' every table. Strategy
+    none (dbt's) plans nothing: the dirty sets are taken as they are."""
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(yaml.safe_dump({"local_rows": 0} if held == "blocks" else {}))
+    base = _project(tmp_path / "base.yaml", {"flippers": "modified"})
+    restated = _project(tmp_path / "restated.yaml", {"flippers": "again", "flip_activities": "again"})
+    roots = {"incremental": tmp_path / "incremental", "full": tmp_path / "full"}
+
+    def run(root, run_id: str, new: str, *flags: str) -> dict:
+        summary = tmp_path / f"{root.name}-{run_id}.json"
+        assert main(["run", "--old", EXAMPLE_OLD, "--new", new, "--out", str(root), "--run-id", run_id,
+                     "--strategy", strategy, "--config", str(conf), "--summary-json", str(summary), *flags]) == 0
+        return json.loads(summary.read_text())
+    run(roots["incremental"], "g", base)
+    shutil.copytree(roots["incremental"], roots["full"])
+    h = run(roots["incremental"], "h", restated)
+    assert run(roots["full"], "h", restated, "--full")["mode"] == "full"
+    assert (h["mode"], h["units"]["restated"]) == ("incremental", 2)
+    planned = strategy != "none"
+    assert (roots["incremental"] / RENDER_INPUTS).exists() == planned
+    if planned:
+        kept = pl.read_delta(str(roots["incremental"] / RENDER_INPUTS)).filter(pl.col("run_id") == "h")
+        moved = [json.loads(r) for r in kept["references"]]
+        assert any(moved) == (strategy == "blue-green")  # staged copies read staged copies
+
+    def rows(root, table: str) -> list[str]:
+        frame = pl.read_delta(str(root / table)).filter(pl.col("run_id") == "h")
+        return sorted(map(str, frame.drop([c for c in ("seconds",) if c in frame.columns]).rows()))
+    plan_tables = ("ddl_plan", "decisions", "plan_decisions", "plan_checks", RENDER_INPUTS)
+    for table in (*TABLES, "plan_decisions", "plan_checks", "run_relations", "run_rounds", UNITS, "desired_objects",
+                  RENDER_INPUTS):
+        if planned or table not in plan_tables:
+            assert rows(roots["incremental"], table) == rows(roots["full"], table), table
+    if planned:
+        plan = pl.read_delta(str(roots["incremental"] / "ddl_plan")).filter(pl.col("run_id") == "h")
+        assert sum("/* again */" in (s or "") for s in plan["statement"]) >= 1
+
+
+def test_render_inputs_are_kept_alike_from_rows_and_from_blocks(spark):
+    """What a run keeps of each plan row's render inputs is the same whether its rows were held on the driver or
+    as blocks (a later run may hold its own the other way), and what reads them back gives each row its
+    references again."""
+    from dirtiness.datalog.holding import Batch, local_batch
+    from dirtiness.plan.rendered_again import render_inputs, to_render_again
+    from dirtiness.plan.statements import MOVED, RENDER
+
+    from pyspark.sql import types as T
+
+    schema = T.StructType([*(T.StructField(c, T.StringType()) for c in ("database", "schema", "name", "kind")),
+                           T.StructField("seq", T.IntegerType()), *RENDER.fields])
+    rows = [("d", "s", "v", "view", 1, "CREATE VIEW v AS SELECT 1", "s_x", None, None, False),
+            ("d", "s", "m", "materialized-view", 2, "CREATE MATERIALIZED VIEW m AS SELECT 1", "s_x", "c", "c_x", True),
+            ("d", "s", "t", "table", 3, None, None, None, None, None)]
+    moved = [("d", "s", "m", "d", "s", "v", "s_x"), ("d", "s", "m", "d", "a", "b", "a_x")]
+    moved_schema = T.StructType([T.StructField(c, T.StringType()) for c in MOVED])
+    local = render_inputs(local_batch(spark, rows, schema), local_batch(spark, moved, moved_schema))
+    blocks = render_inputs(Batch(spark.createDataFrame(rows, schema), None),
+                           Batch(spark.createDataFrame(moved, moved_schema), None))
+    plan = spark.createDataFrame([(r[0], r[1], r[2], r[3], r[4]) for r in rows], "database string, schema string, "
+                                 "name string, kind string, seq int")
+    new = spark.createDataFrame([("d", "s", "m", "CREATE MATERIALIZED VIEW m AS SELECT 2")],
+                                "database string, schema string, name string, sql string")
+    again = to_render_again(plan, local.frame, new.select("database", "schema", "name"), new)
+    found = blocks.frame.collect() + again.collect()  # one job: what blocks kept, then one row read back
+    assert local.rows == [tuple(r) for r in found[:2]]
+    assert json.loads(local.rows[1][-1]) == [{"dep_database": "d", "dep_schema": "a", "dep_name": "b",
+                                              "dep_target": "a_x"},
+                                             {"dep_database": "d", "dep_schema": "s", "dep_name": "v",
+                                              "dep_target": "s_x"}]
+    (row,) = [r.asDict(recursive=True) for r in found[2:]]
+    assert (row["seq"], row["sql"], row["staged_cluster"], row["replacing"]) == (
+        2, "CREATE MATERIALIZED VIEW m AS SELECT 2", "c_x", True)
+    assert [x["dep_name"] for x in row["references"]] == ["b", "v"]

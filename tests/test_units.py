@@ -17,6 +17,7 @@ from dirtiness.changeset.units import (
     cluster_units,
     counts_of,
     left_none,
+    restated_only,
     unit_changes,
     unit_contents,
     units_digest,
@@ -70,7 +71,9 @@ def test_changes_are_counted_and_said_per_side():
 def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(spark):
     """One job for every case: a unit's digest ignores the order of its dependencies and indexes, and changes
     with its kind, statement, cluster, replacement flag, a dependency, an index or its id in its tool; a cluster
-    definition is a unit too. The digest of all of a run's units changes with any of them."""
+    definition is a unit too. Its shape is all of that but the statement's hash and text, and whether the object
+    changed, where a changed object of the new side has one; a new-side unit whose content changed and whose
+    shape did not is restated. The digest of all of a run's units changes with any of them."""
     base = {"kind": "view", "hash": "h", "cluster": None, "replacement": False, "sql": "SELECT 1", "tool_id": None}
     deps = [("b", "s", "x"), ("b", "s", "y")]
     indexes = [("i1", "c1", None), ("i2", "c2", "a")]
@@ -81,6 +84,8 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
         "replacement": ({**base, "replacement": True}, deps, indexes), "dependency": (base, deps[:1], indexes),
         "index": (base, deps, [("i1", "c9", None), indexes[1]]), "no index": (base, deps, []),
         "tool_id": ({**base, "tool_id": "model.p.x"}, deps, indexes),
+        "no sql": ({**base, "sql": None}, deps, indexes), "created": (base, deps, indexes),
+        "unchanged": (base, deps, indexes),
     }
     objects = spark.createDataFrame([("d", "s", name, *(o[f] for f in OBJECTS.names[3:]))
                                      for name, (o, _, _) in cases.items()], OBJECTS)
@@ -89,15 +94,22 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     index_rows = spark.createDataFrame([("d", "s", name, *i) for name, (_, _, ix) in cases.items() for i in ix],
                                        INDEXES)
     clusters = cluster_units(spark, {"c1": "CREATE CLUSTER c1 (SIZE = 'small')", "c2": "CREATE CLUSTER c2 (SIZE = 'big')"})
-    units = unit_contents("new", objects, dependencies, index_rows).unionByName(clusters)
-    earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(  # one deleted, one edited, one added
+    changed = spark.createDataFrame([("d", "s", name, "added" if name == "created" else "modified")
+                                     for name in cases if name != "unchanged"],
+                                    "database string, schema string, name string, change string")
+    units = unit_contents("new", objects, dependencies, index_rows, changed).unionByName(clusters)
+    # one deleted, three added (one of them renamed), two edited (a cluster definition one), one restated
+    earlier = units.where("name NOT IN ('kind', 'hash')").selectExpr(
         "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
-        "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE content END AS content")
+        "CASE WHEN name IN ('cluster', 'c2', 'tool_id') THEN unhex('00') ELSE content END AS content",
+        "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE shape END AS shape")
     digests = [units_digest(frame).frame.selectExpr("'digest' AS what", f"'{name}' AS name", "NULL AS content",
                                                     "digest AS change")
                for name, frame in (("units", units), ("reordered", units.orderBy(F.desc("content"))),
                                    ("earlier", earlier), ("one less", units.where("name != 'same'")))]
     rows = reduce(DataFrame.unionByName, [units.selectExpr("'unit' AS what", "name", "content", "NULL AS change"),
+                                          units.selectExpr("'shape' AS what", "name", "shape AS content",
+                                                           "NULL AS change"),
                                           unit_changes(units, earlier).frame.selectExpr(
                                               "'change' AS what", "side AS name", "NULL AS content",
                                               "change_of AS change"), *digests]).collect()
@@ -107,13 +119,21 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     assert len(set(digest.values())) == 3 and digest["one less"].startswith(f"{len(cases) + 1}:")
     content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
     assert content["same"] == content["reordered"]
-    assert len({content[name] for name in [*cases, "c1", "c2"] if name != "reordered"}) == len(cases) + 1
+    # every case but the reordered one and those that differ in their change only has its own digest
+    alike = ("reordered", "created", "unchanged")
+    assert len({content[name] for name in [*cases, "c1", "c2"] if name not in alike}) == len(cases) - 1
+    assert content["created"] == content["unchanged"] == content["same"]
+    shape = {r["name"]: r["content"] for r in rows if r["what"] == "shape"}
+    assert {name for name in cases if shape[name] == shape["same"]} == {"same", "reordered", "hash", "sql"}
+    assert len({shape[name] for name in cases if name != "unchanged"}) == len(cases) - 4
+    assert shape["unchanged"] is None and shape["c1"] is None  # neither changed nor the new side's: no shape
     assert all(isinstance(c, (bytes, bytearray)) and len(c) == 16 for c in content.values())  # 128 bits
     changes = Counter(r["change"] for r in rows if r["what"] == "change")  # what a hold split by it counts
     # added since: kind, hash, sql (the earlier run named it 'added'); deleted: 'added'; edited: cluster, and the
-    # definition of cluster c2, a unit of the new project
-    assert changes == {"new:added": 3, "new:deleted": 1, "new:edited": 1, "cluster:edited": 1}
-    assert counts_of(changes)["new"] == {"added": 3, "deleted": 1, "edited": 2}
+    # definition of cluster c2, a unit of the new project; restated: tool_id (its content changed, its shape not)
+    assert changes == {"new:added": 3, "new:deleted": 1, "new:edited": 1, "cluster:edited": 1, "new:restated": 1}
+    assert counts_of(changes)["new"] == {"added": 3, "deleted": 1, "edited": 3}
+    assert restated_only(changes) == 0 and restated_only({"new:restated": 2}) == 2 and restated_only({}) == 0
 
 
 def test_a_tables_digest_is_its_rows_whatever_their_order_and_the_runs_staging_suffix(spark):

@@ -88,11 +88,13 @@ class RunResult:
     desired: Batch | None = None                              # the new project's objects: key, kind, hash
     analysed: Batch | None = None     # the analysis of the statements this run parsed, for later runs
     rendered: Batch | None = None     # the plan statements this run rendered, for later runs
+    render_inputs: Batch | None = None  # the render inputs of its plan rows (plan.rendered_again), for later runs
     units: Batch | None = None        # every unit of both sides with its digest (changeset.units), for later runs
     units_digest: str | None = None   # a digest of them all (``changeset.units.units_digest``), for later runs
     started_from: BaseRun = field(default_factory=BaseRun)  # the run this one compared its units with, or why none
     unit_changes: dict | None = None  # {side: {change: units}} since ``started_from`` (None: no such run)
     mode: str = FULL                  # INCREMENTAL: the outputs are those of ``started_from`` (``store.taken``)
+    restated: int = 0                 # units restated since it, whose plan rows an INCREMENTAL run rendered again
     full_because: str | None = None   # why a full run did not start from an earlier one
     statements: dict[str, int] = field(default_factory=dict)  # statements parsed, rendered, and reused
     report: PlanReport | None = None                          # the plan's checks and figures

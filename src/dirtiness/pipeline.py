@@ -69,10 +69,12 @@ from .changeset.units import (
     changed_units_line,
     cluster_units,
     left_none,
+    restated_only,
     unit_changes,
     unit_contents,
     units_digest,
 )
+from .changeset.units import RESTATED
 from .changeset.units import counts_of as unit_counts
 from .computed import INCREMENTAL, Earlier, Hooks, RunResult, Stages, named_stages
 from .datalog.engine import Evaluation, Program, RoundLog
@@ -98,16 +100,17 @@ from .plan.decision_table import decided_subjects, decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.excluded import HeldTables, excluded_moved
 from .plan.operations import Planning, deploy_suffix
+from .plan.rendered_again import RENDER_INPUT_ROWS, RENDER_INPUTS, render_inputs, to_render_again, with_rendered_again
 from .plan.rendered_before import RENDERED_ROWS, RENDERED_STATEMENTS
 from .plan.rendered_before import earlier_rows as earlier_rendered
-from .plan.statements import render, render_reusing
+from .plan.statements import render, render_carrying, render_reusing
 from .plan.steps import layered
 from .plan.strategies import PLANNERS
 from .session import session_settings
 from .settings import RunSettings
 from .store.base_run import BaseRun, base_run
 from .store.run_log import DECISIONS, PLAN_CHECK_ROWS, PLAN_CHECKS, PLAN_DECISIONS, ROUNDS_TABLE, relation_rows
-from .store.taken import digests_differ, rounds_of, row_digests, suffix_in, taken_report, with_suffix
+from .store.taken import digests_differ, facts_differ, rounds_of, row_digests, suffix_in, taken_report, with_suffix
 from .wording import counted
 from .work_kept import installed
 
@@ -193,6 +196,8 @@ class _Units:
     started_from: BaseRun      # that run, or why there is none
     changes: dict | None       # {side: {change: units}}; None without such a run (or not compared yet)
     comparison: Hold | None = None  # their comparison with that run's, still to hold (``Run.compared``)
+    changed: Batch | None = None    # the units that changed (``unit_changes``), held
+    restated: int = 0               # how many, when every one was restated (``changeset.units.restated_only``)
 
 
 class _Run:
@@ -238,15 +243,20 @@ class _Run:
         computed = {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
                     "units": units.units, "units_digest": units.digest, "started_from": units.started_from,
                     "unit_changes": units.changes}
-        if facts is None:  # no unit changed
+        if facts is None:  # no unit changed, or only restated ones
             with clock("taken"):
-                taken, full_because = self.taken(resolved, units.started_from, earlier)
+                taken, full_because = self.taken(resolved, units, earlier)
             if taken is not None:
-                log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
-                         "takes", units.started_from.run_id)
+                if units.restated:
+                    log.info("mode: incremental: %s restated since run %s (only their statements edited), whose "
+                             "dirty sets and plan this run takes, their plan rows rendered again",
+                             counted(units.restated, "unit"), units.started_from.run_id)
+                else:
+                    log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
+                             "takes", units.started_from.run_id)
                 return {**computed, **taken, "mode": INCREMENTAL}
             with clock("facts"):  # a state not taken: the rest of the facts, its time added to the stage's
-                facts = self.facts(resolved, self.numbered(resolved)[0])
+                facts = self.facts(resolved, numbered or self.numbered(resolved)[0])
         computed["facts"] = facts.numbered.tables
         log.info("mode: full (%s)", full_because)
         computed = {**computed, "full_because": full_because}
@@ -266,18 +276,21 @@ class _Run:
         started_from = units.started_from
         if started_from.run_id is None:
             return started_from.why
-        if changed_total(units.changes):
+        if changed_total(units.changes) > units.restated:
             return f"{changed_units_line(units.changes)} since run {started_from.run_id}"
         return None
 
-    def taken(self, resolved: _Resolved, started_from: BaseRun, earlier: Earlier) -> tuple[dict | None, str | None]:
-        """No unit changed since ``started_from``: its dirty sets, plan and decisions are this run's
-        (``store.taken``), and what its plan's checks found: one hold (with the check that the inputs do not
-        hold that run's staging suffix, the digests of what it read to compare with those its checks recorded,
-        and this run's facts tables); one job for the plan's checks where their findings cannot be taken (no
-        digests recorded, a suffix of another length, a selective run); no key is numbered. Returns the
-        ``RunResult`` fields, or None and why a state that cannot be read or does not add up is not taken."""
-        settings, base = self.settings, started_from.run_id
+    def taken(self, resolved: _Resolved, units: _Units, earlier: Earlier) -> tuple[dict | None, str | None]:
+        """No unit changed since the run this one starts from, or only restated ones: its dirty sets, plan and
+        decisions are this run's (``store.taken``), and what its plan's checks found: one hold (with the check
+        that the inputs do not hold that run's staging suffix, the digests of what it read to compare with those
+        its checks recorded, and this run's facts tables); one job for the plan's checks where their findings
+        cannot be taken (no digests recorded, a suffix of another length, a selective run, statements rendered
+        again); no key is numbered. Restated units: in the same hold, this run's facts tables are compared with
+        that run's, and the plan rows carrying those statements are rendered again (``plan.rendered_again``).
+        Returns the ``RunResult`` fields, or None and why a state that cannot be read or does not add up is not
+        taken."""
+        settings, base, restated = self.settings, units.started_from.run_id, units.restated
         then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
         tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
                   ROUNDS_TABLE]
@@ -292,18 +305,32 @@ class _Run:
                 taken = {t: frame for t, frame in frames.items() if t != ROUNDS_TABLE}  # as ``_taken_tables``
                 checks = checks.withColumn("read", F.lit(False)).unionByName(
                     row_digests(taken, then).withColumn("read", F.lit(True)))
+            renders = self._render_inputs_of(earlier, base, required=bool(restated))
+            again = {}
+            if restated:  # their facts as that run's; with a plan, their rows with what to render them from
+                facts_then = {n: earlier.run_table(facts_table(n), base).select(*BY_NAME[n].fields) for n in facts}
+                again = {"facts_differ": facts_differ(facts, facts_then)}
+                if self.plan:
+                    plan_now = with_suffix(frames["ddl_plan"], then, now).select(*planner.plan_columns())
+                    again["again"] = to_render_again(plan_now, with_suffix(renders, then, now),
+                                                     units.changed.frame.where(F.col("change") == RESTATED),
+                                                     new.objects)
             held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in frames.items()},
+                              **({RENDER_INPUTS: with_suffix(renders, then, now)} if renders is not None else {}),
                               **({"suffix": suffix_in(inputs, texts, then)} if then != now else {}),
-                              **({"checks": checks} if checks is not None else {}),
+                              **({"checks": checks} if checks is not None else {}), **again,
                               **({f"facts:{n}": f for n, f in facts.items()} if self.small else {})})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
             return None, f"the outputs of run {base} could not be read ({first_line(error)})"
         if "suffix" in held and held["suffix"].dicts()[0]["count"]:
             return None, (f"the inputs hold {then}, the staging suffix of run {base}, which its plan cannot be told "
                           f"apart from")
+        if restated and (differing := held["facts_differ"].dicts()[0]["relations"]):
+            return None, (f"{changed_units_line(units.changes)} since run {base}, only in their statements, but "
+                          f"the facts of {differing} differ from that run's")
         recorded = {"ddl_plan": "ddl_operations", **{t: t for t in ("dirty_stmts", "dirty_clusters", "dirty_schemas")}}
         for table, column in recorded.items():
-            said = (started_from.row or {}).get(column)
+            said = (units.started_from.row or {}).get(column)
             if table in held and held[table].count != said:
                 return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
         check_rows = held["checks"].dicts() if "checks" in held else []
@@ -312,23 +339,40 @@ class _Run:
             return None, f"the rows of {differs} of run {base} are not those its checks recorded"
         rounds = rounds_of(held[ROUNDS_TABLE].dicts())
         fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", []),
-                  "checks_taken": False,
+                  "checks_taken": False, "restated": restated,
                   "facts": {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in facts.items()}}
         if self.plan is None:
             return fields, None
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
-        if found is not None and len(then) == len(now) and settings.selection is None:
+        if restated:  # the rows of the restated statements rendered again, in place of the earlier run's
+            rendered = render_carrying(held["again"], settings.dialect, settings.sql.verbatim_kinds, self.holding)
+            plan = with_rendered_again(rows, rendered)
+            rows = plan.project(columns)
+        else:
+            plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
+        if found is not None and len(then) == len(now) and settings.selection is None and not restated:
             # the checks find what they found in that run: a staging name as long, the same rows otherwise
             report = taken_report(found, then, now)
             report.enforce(settings.allow_destructive)
             fields["checks_taken"] = True
         else:
-            plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
             report = self.checked_plan(resolved, fields["facts"], fields["tables"], held[PLAN_DECISIONS],
                                        held[DECISIONS], plan)
         return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
-                "report": report, "plan_rounds": rounds.get("plan", [])}, None
+                "report": report, "plan_rounds": rounds.get("plan", []), "render_inputs": held.get(RENDER_INPUTS)}, None
+
+    def _render_inputs_of(self, earlier: Earlier, base: str, required: bool) -> DataFrame | None:
+        """The render inputs run ``base`` kept (``plan.rendered_again``): raises where they cannot be read and a
+        run needs them, else None (a run of an earlier version kept none; this run then keeps none either)."""
+        if self.plan is None:
+            return None
+        try:
+            return earlier.run_table(RENDER_INPUTS, base).select(*RENDER_INPUT_ROWS.names)
+        except Exception:  # noqa: BLE001 - what earlier runs left is never what fails a run
+            if required:
+                raise
+            return None
 
     def evaluated(self, program: Program, base: dict[str, Batch], static: dict[str, Batch]) -> Evaluation:
         """One program's fixed point, its rounds logged as they end."""
@@ -406,12 +450,13 @@ class _Run:
             warnings[f"{new.path}: {{total}} {APPLY_MANAGED_CHANGES}"] = _apply_managed_changes(old, new)
         checks = {"checks": collect_problems({**problems, **warnings})} if problems or warnings else {}
         started_from, before = earlier.units()
-        units = (unit_contents("old", old.objects, old.dependencies, old.indexes)
-                 .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes)))
+        changed = changed_stmt(old.objects, new.objects)
+        units = (unit_contents("old", old.objects, old.dependencies, old.indexes, changed)
+                 .unionByName(unit_contents("new", new.objects, new.dependencies, new.indexes, changed)))
         clusters = self._clusters()
         if clusters:
             units = units.unionByName(cluster_units(self.spark, clusters))
-        frames = {"changed": changed_stmt(old.objects, new.objects), **_snapshot_frames("old", old),
+        frames = {"changed": changed, **_snapshot_frames("old", old),
                   **_snapshot_frames("new", new), **checks, "units": units, "units_digest": units_digest(units)}
         # that run's units are read only where its digest of them differs from this one's (or it recorded none)
         recorded = (started_from.row or {}).get("units_digest") if before is not None else None
@@ -425,9 +470,9 @@ class _Run:
         if recorded and recorded != digest and started_from.run_id is not None:
             return resolved, _Units(held["units"], digest, started_from, None,
                                     unit_changes(held["units"].frame, before))
-        changes = (unit_counts(held["unit_changes"].counts or {}) if "unit_changes" in held
-                   else unit_counts({}) if recorded == digest else None)
-        return resolved, self.units(held["units"], digest, started_from, changes)
+        if "unit_changes" in held:
+            return resolved, self.units(held["units"], digest, started_from, held["unit_changes"])
+        return resolved, self.units(held["units"], digest, started_from, {} if recorded == digest else None)
 
     def compared(self, resolved: _Resolved, units: _Units) -> tuple[_Numbered, _Units]:
         """The keys numbered (``numbered``) and, in the same hold, which units changed since the run this one
@@ -435,8 +480,7 @@ class _Run:
         numbered, held, unreadable = self.numbered(resolved, {"unit_changes": units.comparison})
         if unreadable is not None:
             return numbered, self.units(units.units, units.digest, unreadable, None)
-        changes = unit_counts(held["unit_changes"].counts or {})
-        return numbered, self.units(units.units, units.digest, units.started_from, changes)
+        return numbered, self.units(units.units, units.digest, units.started_from, held["unit_changes"])
 
     def _hold_comparing(self, frames: dict, compared: dict) -> tuple[dict[str, Batch], BaseRun | None]:
         """``frames`` and ``compared`` (which read the units of the run this one starts from) in one hold; where
@@ -449,16 +493,20 @@ class _Run:
             unreadable = BaseRun(why=f"{UNITS} under {self.settings.out} could not be read ({first_line(error)})")
             return self.hold(frames), unreadable
 
-    def units(self, units: Batch, digest: str, started_from: BaseRun, changes: dict | None) -> _Units:
+    def units(self, units: Batch, digest: str, started_from: BaseRun, changed: Batch | dict | None) -> _Units:
         """Both sides' units as ``resolved`` held them and their digest, and what changed since the run this one
-        starts from. A run that left no units is none to start from."""
+        starts from (``changed``: the held ``unit_changes``; {} for none, None when not compared). A run that
+        left no units is none to start from."""
+        counts = changed.counts or {} if isinstance(changed, Batch) else changed
+        changes = None if counts is None else unit_counts(counts)
         if started_from.run_id is not None and left_none(changes, units.count):
             started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
         if started_from.run_id is None:
             log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
             return _Units(units, digest, started_from, None)
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
-        return _Units(units, digest, started_from, changes)
+        return _Units(units, digest, started_from, changes, changed=changed if isinstance(changed, Batch) else None,
+                      restated=restated_only(counts))
 
     def numbered(self, resolved: _Resolved, compared: dict | None = None) -> tuple[_Numbered, dict[str, Batch],
                                                                                  BaseRun | None]:
@@ -573,6 +621,7 @@ class _Run:
             cluster_definitions=self._cluster_definitions(), one_partition=self.small)
         rows, moved = planner.build_plan(planning, settings.strategy)
         held = self.hold({"rows": rows, "moved": moved})
+        inputs_kept = render_inputs(held["rows"], held["moved"])  # for a later run that renders some again
         rendered, rendered_counts = self.rendered(held["rows"], held["moved"], planning.suffix, earlier)
         plan = self.columnar(rendered, "phase")  # each check reads a few columns, some one phase
         dirty_stmts, indexes = tables["dirty_stmts"].frame, old.indexes.unionByName(new.indexes)
@@ -584,7 +633,7 @@ class _Run:
         report = self.checked_plan(resolved, facts.numbered.tables, tables, decisions, table, plan)
         return {"tables": tables, "decisions": decisions, "object_decisions": table, "report": report,
                 "plan_rounds": decided.rounds, "plan": plan.part(None, None, [c for c in planner.plan_columns()]),
-                **rendered_counts}
+                "render_inputs": inputs_kept, **rendered_counts}
 
     def checked_plan(self, resolved: _Resolved, facts: dict[str, Batch], tables: dict[str, Batch], decisions: Batch,
                      table: Batch, plan: Batch) -> PlanReport:
@@ -752,6 +801,8 @@ def _units_before(store: "DeltaStore", settings: RunSettings) -> tuple[BaseRun, 
         return BaseRun(why=f"run {base.run_id} left no {UNITS}"), None
     try:
         table = store.read_run(UNITS, base.run_id)
+        if "shape" not in table.columns:  # kept by an earlier version: its units are edited, never restated
+            table = table.withColumn("shape", F.lit(None).cast("binary"))
         missing = sorted(set(UNIT_ROWS.names) - set(table.columns))
         if missing:
             raise ValueError(f"no column {', '.join(missing)}")

@@ -16,6 +16,7 @@ import os
 from .errors import PolicyError, PublishError, first_line
 from .changeset.units import changed_total, changed_units_line
 from .inputs.analysed_before import SQL_ANALYSIS
+from .plan.rendered_again import RENDER_INPUTS
 from .plan.rendered_before import RENDERED_STATEMENTS
 from .model import BY_NAME, DESIRED_OBJECTS, SELECTED_CHANGES, UNITS
 from .computed import INCREMENTAL, Hooks, RunResult, Stages, named_stages
@@ -82,6 +83,8 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
                 write(SQL_ANALYSIS, result.analysed)
             if result.rendered is not None:  # and the plan statements it rendered
                 write(RENDERED_STATEMENTS, result.rendered)
+            if result.render_inputs is not None:  # and what its plan's statements were rendered from
+                write(RENDER_INPUTS, result.render_inputs)
             if settings.drift is not None:
                 write(DRIFT, records(DRIFT_ROWS, list(settings.drift)))
             if settings.selection is not None:
@@ -143,7 +146,8 @@ def _units_summary(result: RunResult) -> dict:
     why there was no such run (``why``)."""
     started_from = result.started_from
     return {"total": result.units.count if result.units is not None else None, "started_from": started_from.run_id,
-            **({"changes": result.unit_changes} if started_from.run_id else {"why": started_from.why})}
+            **({"changes": result.unit_changes, "restated": result.restated} if started_from.run_id
+               else {"why": started_from.why})}
 
 
 def _selection_summary(settings: RunSettings) -> dict | None:
@@ -214,8 +218,11 @@ def _mode_line(summary: dict) -> str:
     """How the run got its answer: computed in full (and why), or taken from the run it started from."""
     if summary["mode"] == INCREMENTAL:
         checked = "and what its checks found" if summary["plan_checks"] == "taken" else "checked again"
-        return (f"  mode: incremental (no unit changed: the dirty sets and the plan of run "
-                f"{summary['units']['started_from']}, {checked})")
+        restated = summary["units"].get("restated")
+        changed = f"{counted(restated, 'unit')} restated" if restated else "no unit changed"
+        again = ", the plan rows of their statements rendered again" if restated else ""
+        return (f"  mode: incremental ({changed}: the dirty sets and the plan of run "
+                f"{summary['units']['started_from']}{again}, {checked})")
     return f"  mode: full ({summary['full_because']})"
 
 

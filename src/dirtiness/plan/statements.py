@@ -96,7 +96,6 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
     object it reads under another schema (``dep_target``)."""
     keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
     schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
-    function = _renderer(dialect.parser, tuple(verbatim_kinds), keep, schema)
     if rows.local and moved.local:
         refs: dict[tuple, list[dict]] = {}
         for row in moved.rows:
@@ -105,11 +104,21 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
         at = {c: columns.index(c) for c in columns}
         with_refs = [(*r, refs.get((r[at["database"]], r[at["schema"]], r[at["name"]]))) for r in rows.rows]
         frame_schema = T.StructType([*rows.schema.fields, T.StructField("references", REFERENCES)])
-        return holding.map_arrow(local_batch(rows.spark, with_refs, frame_schema), function, schema)
+        return render_carrying(local_batch(rows.spark, with_refs, frame_schema), dialect, verbatim_kinds, holding)
+    function = _renderer(dialect.parser, tuple(verbatim_kinds), keep, schema)
     grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
     with_sql = rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left")
     without = rows.frame.where(F.col("sql").isNull()).select(*keep, "statement", "verbatim", "error")
     return holding.hold(with_sql.mapInArrow(function, schema).unionByName(without), try_local=False)
+
+
+def render_carrying(rows: Batch, dialect: Dialect, verbatim_kinds, holding: Holding) -> Batch:
+    """``render`` of rows that carry their ``references`` (``REFERENCES``) beside ``RENDER``: where the rows are
+    (``Holding.map_arrow``), lazily for blocks."""
+    keep = [c for c in rows.columns
+            if c not in RENDER.names and c not in ("statement", "verbatim", "error", "references")]
+    schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
+    return holding.map_arrow(rows, _renderer(dialect.parser, tuple(verbatim_kinds), keep, schema), schema)
 
 
 def render_reusing(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding: Holding,

@@ -355,12 +355,16 @@ def _since(tables: RunTables, key: dict) -> dict | None:
     now, then = digests(tables), digests(RunTables(tables.out, {"run_id": started_from}))
     changes = {side: (None if now.get(side) == then.get(side) else "added" if side not in then
                       else "deleted" if side not in now else "edited") for side in ("old", "new")}
-    return {"run": started_from, "mode": tables.run.get("mode"), **changes}
+    return {"run": started_from, "mode": tables.run.get("mode"), "units_changed": tables.run.get("units_changed"),
+            **changes}
 
 
 def _since_line(since: dict) -> str:
     changes = [f"{side} side {change}" for side in ("old", "new") if (change := since[side])]
-    taken = "; its answer taken from it: no unit changed" if since.get("mode") == "incremental" else ""
+    taken = ""
+    if since.get("mode") == "incremental":  # only restated units, if any: their statements rendered again
+        taken = ("; its answer taken from it, its restated statements rendered again" if since.get("units_changed")
+                 else "; its answer taken from it: no unit changed")
     return (f"  since run {since['run']} (the run this one started from{taken}): "
             + (", ".join(changes) if changes else "unchanged"))
 

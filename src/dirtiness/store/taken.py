@@ -95,3 +95,20 @@ def taken_report(recorded: list[dict], then: str, now: str) -> PlanReport:
     rows = [{**r, "detail": r["detail"].replace(then, now) if r["detail"] is not None else None} for r in recorded]
     invariants = sorted({r["problem"].split(":", 1)[1] for r in rows if r["problem"].startswith("invariant:")})
     return plan_report(rows, invariants)
+
+
+def facts_differ(now: dict[str, DataFrame], then: dict[str, DataFrame]) -> DataFrame:
+    """One row, ``relations``: the base relations whose facts-table rows in ``now`` (this run's) and ``then`` (the
+    run it starts from) differ by count or ``hash_sum``, comma-separated (empty when none): what a run whose
+    only changes are restated units checks before it takes that run's fixed points."""
+    def digest(frame: DataFrame, relation: str, side: str) -> DataFrame:
+        columns = sorted(frame.columns)
+        return frame.groupBy().agg(F.lit(relation).alias("relation"), F.lit(side).alias("side"),
+                                   F.concat_ws(":", F.count(F.lit(1)).cast("string"),
+                                               hash_sum(*columns).cast("string")).alias("digest"))
+
+    digests = reduce(DataFrame.unionByName, [digest(frames[n], n, side) for side, frames in (("now", now), ("then", then))
+                                             for n in sorted(now)])
+    differing = (digests.groupBy("relation").agg(F.count_distinct("digest").alias("digests"))
+                 .where(F.col("digests") > 1))
+    return differing.groupBy().agg(F.concat_ws(", ", F.array_sort(F.collect_list("relation"))).alias("relations"))
