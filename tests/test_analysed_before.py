@@ -16,6 +16,7 @@ import yaml
 from deltalake import DeltaTable
 
 from catalogs import EXAMPLE_NEW, EXAMPLE_OLD
+from spark_jobs import descriptions_of_jobs, jobs_started
 
 from dirtiness.cli import main
 from dirtiness.config import load_config
@@ -371,7 +372,7 @@ def test_a_run_whose_only_changes_are_statements_renders_their_rows_again_and_an
     assert (f["mode"], f["full_because"], f["units"]["started_from"], f["units"]["restated"]) == (
         "incremental", None, "e", 1)
     assert f["units"]["changes"]["new"] == {"added": 0, "deleted": 0, "edited": 1}
-    assert f["plan_checks"] == "computed" and "fixpoint" not in f["seconds"] and "plan" not in f["seconds"]
+    assert f["plan_checks"] == "statements" and "fixpoint" not in f["seconds"] and "plan" not in f["seconds"]
     assert ("mode: incremental: 1 unit restated since run e (only their statements edited), whose dirty sets and "
             "plan this run takes, their plan rows rendered again") in said
     assert (summaries["f-full"]["mode"], summaries["f-full"]["full_because"]) == ("full", "--full")
@@ -416,7 +417,8 @@ def test_a_restated_run_answers_as_a_full_run_under_each_strategy(spark, tmp_pat
     """A restated statement whose staged copy reads other staged objects (``flippers``, modified in the base
     run's project): its rows rendered again from the kept render inputs, held as blocks (by Spark) or as rows
     (on the driver), give the rows of a full run of the same inputs, in both roots' every table. Strategy
-    none (dbt's) plans nothing: the dirty sets are taken as they are."""
+    none (dbt's) plans nothing: the dirty sets are taken as they are. The units' digest by shape tells the run
+    its changes are restatements in the job that checks its inputs: its facts stage numbers no key."""
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump({"local_rows": 0} if held == "blocks" else {}))
     base = _project(tmp_path / "base.yaml", {"flippers": "modified"})
@@ -430,7 +432,12 @@ def test_a_restated_run_answers_as_a_full_run_under_each_strategy(spark, tmp_pat
         return json.loads(summary.read_text())
     run(roots["incremental"], "g", base)
     shutil.copytree(roots["incremental"], roots["full"])
+    first = jobs_started(spark)
     h = run(roots["incremental"], "h", restated)
+    # the facts stage of a run with nothing changed: the hold of the input checks and both digests (two jobs as
+    # blocks); before the digest by shape, one more numbered the keys and compared the units
+    facts_jobs = descriptions_of_jobs(spark, first, jobs_started(spark)).count("dirtiness h: facts")
+    assert facts_jobs == {"rows": 1, "blocks": 2}[held]
     assert run(roots["full"], "h", restated, "--full")["mode"] == "full"
     assert (h["mode"], h["units"]["restated"]) == ("incremental", 2)
     planned = strategy != "none"

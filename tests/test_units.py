@@ -18,11 +18,12 @@ from dirtiness.changeset.units import (
     counts_of,
     left_none,
     restated_only,
+    split_digests,
     unit_changes,
     unit_contents,
-    units_digest,
+    units_digests,
 )
-from dirtiness.errors import PolicyError
+from dirtiness.errors import InputError, PolicyError
 from dirtiness.inputs.snapshot import DEPENDENCIES, INDEXES, OBJECTS
 from dirtiness.plan.checks import InvariantError
 from dirtiness.store.base_run import BaseRun, base_run
@@ -73,7 +74,8 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
     with its kind, statement, cluster, replacement flag, a dependency, an index or its id in its tool; a cluster
     definition is a unit too. Its shape is all of that but the statement's hash and text, and whether the object
     changed, where a changed object of the new side has one; a new-side unit whose content changed and whose
-    shape did not is restated. The digest of all of a run's units changes with any of them."""
+    shape did not is restated. The digest of all of a run's units changes with any of them; their digest by shape
+    only with a unit that was not restated."""
     base = {"kind": "view", "hash": "h", "cluster": None, "replacement": False, "sql": "SELECT 1", "tool_id": None}
     deps = [("b", "s", "x"), ("b", "s", "y")]
     indexes = [("i1", "c1", None), ("i2", "c2", "a")]
@@ -103,10 +105,21 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
         "side", "database", "schema", "CASE name WHEN 'sql' THEN 'added' ELSE name END AS name",
         "CASE WHEN name IN ('cluster', 'c2', 'tool_id') THEN unhex('00') ELSE content END AS content",
         "CASE WHEN name IN ('cluster', 'c2') THEN unhex('00') ELSE shape END AS shape")
-    digests = [units_digest(frame).frame.selectExpr("'digest' AS what", f"'{name}' AS name", "NULL AS content",
-                                                    "digest AS change")
+    digests = [units_digests(frame).frame.selectExpr("'digest' AS what", f"'{name}' AS name", "NULL AS content",
+                                                     "digests AS change")
                for name, frame in (("units", units), ("reordered", units.orderBy(F.desc("content"))),
                                    ("earlier", earlier), ("one less", units.where("name != 'same'")))]
+
+    def edited(name: str, column: str, value: str) -> DataFrame:
+        return units.withColumn(column, F.when(F.col("name") == name, F.expr(value)).otherwise(F.col(column)))
+
+    by_shape = {"units": units, "reordered": units.orderBy(F.desc("content")),
+                "restated": edited("same", "content", "unhex('01')"),  # its content changed, its shape not
+                "unshaped edited": edited("unchanged", "content", "unhex('01')"),  # no shape: its content counts
+                "reshaped": edited("same", "shape", "unhex('01')"), "shape lost": edited("same", "shape", "NULL"),
+                "one less": units.where("name != 'same'")}
+    digests += [units_digests(frame).frame.selectExpr("'shapes' AS what", f"'{name}' AS name", "NULL AS content",
+                                                      "digests AS change") for name, frame in by_shape.items()]
     rows = reduce(DataFrame.unionByName, [units.selectExpr("'unit' AS what", "name", "content", "NULL AS change"),
                                           units.selectExpr("'shape' AS what", "name", "shape AS content",
                                                            "NULL AS change"),
@@ -114,9 +127,13 @@ def test_a_units_digest_changes_with_what_its_facts_come_from_and_nothing_else(s
                                               "'change' AS what", "side AS name", "NULL AS content",
                                               "change_of AS change"), *digests]).collect()
     # all of a run's units in one digest: the same whatever their order, another for any unit changed or gone
-    digest = {r["name"]: r["change"] for r in rows if r["what"] == "digest"}
+    digest = {r["name"]: split_digests(r["change"])[0] for r in rows if r["what"] == "digest"}
     assert digest["units"] == digest["reordered"] and digest["units"].startswith(f"{len(cases) + 2}:")
     assert len(set(digest.values())) == 3 and digest["one less"].startswith(f"{len(cases) + 1}:")
+    # by shape: a restated unit leaves it as it was, any other change makes another
+    shapes = {r["name"]: split_digests(r["change"])[1] for r in rows if r["what"] == "shapes"}
+    assert shapes["units"] == shapes["reordered"] == shapes["restated"] != digest["units"]
+    assert len({shapes[name] for name in by_shape if name not in ("reordered", "restated")}) == len(by_shape) - 2
     content = {r["name"]: r["content"] for r in rows if r["what"] == "unit"}
     assert content["same"] == content["reordered"]
     # every case but the reordered one and those that differ in their change only has its own digest
@@ -174,3 +191,13 @@ def test_the_checks_of_a_taken_plan_are_what_its_run_found_and_are_enforced():
     broken = [*recorded, {"problem": "invariant:every drop follows its dependents", "n": 1, "detail": "x", "total": 1}]
     with pytest.raises(InvariantError, match="every drop follows its dependents"):
         taken_report(broken, "_dpl1", "_dpl2").enforce(allow_destructive=True)
+    # a plan rendered again in some statements: those checks and the digests are its own, the rest taken
+    verbatim = {"problem": "verbatim", "n": 1, "detail": "4 stage d.s.v (view)", "total": 1}
+    fresh = [{"problem": "digest:ddl_plan", "n": None, "detail": None, "total": 9},
+             {"problem": "statements", "n": 1, "detail": "d.s.w: cannot stage it", "total": 1}]
+    report = taken_report([*recorded, verbatim], "_dpl1", "_dpl2", fresh)
+    assert report.details("destructive") == (["d.s_dpl2.t (table)"], 1) and report.phases == {"stage": 3}
+    assert report.details("verbatim") == ([], 0)  # found before, not in the statements rendered again
+    assert [r for r in report.rows if r["problem"].startswith("digest:")] == fresh[:1]
+    with pytest.raises(InputError, match="the plan cannot write these statements: d.s.w: cannot stage it"):
+        report.enforce(allow_destructive=True)

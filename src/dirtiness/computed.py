@@ -90,7 +90,8 @@ class RunResult:
     rendered: Batch | None = None     # the plan statements this run rendered, for later runs
     render_inputs: Batch | None = None  # the render inputs of its plan rows (plan.rendered_again), for later runs
     units: Batch | None = None        # every unit of both sides with its digest (changeset.units), for later runs
-    units_digest: str | None = None   # a digest of them all (``changeset.units.units_digest``), for later runs
+    units_digest: str | None = None   # a digest of them all (``changeset.units.units_digests``), for later runs
+    shapes_digest: str | None = None  # and of them by shape (``changeset.units.units_digests``), for later runs
     started_from: BaseRun = field(default_factory=BaseRun)  # the run this one compared its units with, or why none
     unit_changes: dict | None = None  # {side: {change: units}} since ``started_from`` (None: no such run)
     mode: str = FULL                  # INCREMENTAL: the outputs are those of ``started_from`` (``store.taken``)

@@ -8,17 +8,20 @@ has passed its checks. Every Spark job a run pays for is one of these:
 load       table-form snapshots: validated and counted (documents: none)
 sql        every statement of both snapshots parsed (when any has SQL), or,
            from ``sql.reuse_from_objects`` objects, those no earlier run analysed
-facts      the input checks with the digest of the units, compared with the
+facts      the input checks with the digests of the units, compared with the
            run this one starts from (one hold; one more to find which units
-           changed when that digest differs); then, unless that run's answer is taken,
+           changed when that digest differs, unless their digest by shape
+           does not: only restatements); then, unless that run's answer is taken,
            the keys numbered, the base facts of both rule programs interned
            and the static parts of their rules (a hold each)
 taken      instead of ``fixpoint``, ``plan`` and the numbering, interning and
            static parts of ``facts``, when no unit changed since the run this
-           one starts from: one job for that run's outputs, the digests of
-           them that its plan's checks recorded, and this run's facts tables
-           (or two, from rows to blocks); one more for every check of the
-           plan where its findings cannot be taken with it
+           one starts from, or only restated ones: one job for that run's
+           outputs, the digests of them that its plan's checks recorded, and
+           this run's facts tables (or two, from rows to blocks; restated:
+           with the units compared, the facts checked and the rows to render
+           again, then rendered); one more for every check of the plan where
+           its findings cannot be taken with it
 fixpoint   one job a round of the dirty rules
 plan       one job a round of the strategy's rules, one a dependency layer,
            one for the plan rows (with the dirty sets and the plan's
@@ -72,7 +75,8 @@ from .changeset.units import (
     restated_only,
     unit_changes,
     unit_contents,
-    units_digest,
+    split_digests,
+    units_digests,
 )
 from .changeset.units import RESTATED
 from .changeset.units import counts_of as unit_counts
@@ -95,7 +99,7 @@ from .inputs.references import ANALYSIS, analyser, resolve_statements, statement
 from .inputs.snapshot import Document, Snapshot, collect_problems, load_snapshots, read_problems
 from .model import APPLY_MANAGED, BY_NAME, DIRTY_SETS, KEY, UNITS, facts_table
 from .plan import planner
-from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report
+from .plan.checks import PlanContext, PlanReport, plan_checks, plan_report, statement_checks
 from .plan.decision_table import decided_subjects, decision_table
 from .plan.decisions import decision_rows, reason_columns
 from .plan.excluded import HeldTables, excluded_moved
@@ -192,10 +196,12 @@ class _Units:
     """Every unit of both sides with its digest, and what changed in them since the run this one starts from."""
 
     units: Batch               # changeset.units.UNIT_ROWS
-    digest: str                # of them all (``changeset.units.units_digest``), for the next run to compare with
+    digest: str                # of them all (``changeset.units.units_digests``), for the next run to compare with
+    shapes: str                # of them by shape (``changeset.units.units_digests``), likewise
     started_from: BaseRun      # that run, or why there is none
     changes: dict | None       # {side: {change: units}}; None without such a run (or not compared yet)
     comparison: Hold | None = None  # their comparison with that run's, still to hold (``Run.compared``)
+    alike_in_shape: bool = False    # with it pending: only restated units can have changed (``units_digests``)
     changed: Batch | None = None    # the units that changed (``unit_changes``), held
     restated: int = 0               # how many, when every one was restated (``changeset.units.restated_only``)
 
@@ -236,16 +242,13 @@ class _Run:
         with clock("facts"):
             resolved, units = self.resolved(old, new, statements.analysis, earlier)
             numbered = None
-            if units.comparison is not None:  # something changed: the run is full, and compares as it numbers
-                numbered, units = self.compared(resolved, units)
+            if units.comparison is not None and not units.alike_in_shape:
+                numbered, units = self.compared(resolved, units)  # the run is full, and compares as it numbers
             full_because = self.full_because(units)
             facts = None if full_because is None else self.facts(resolved, numbered or self.numbered(resolved)[0])
-        computed = {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
-                    "units": units.units, "units_digest": units.digest, "started_from": units.started_from,
-                    "unit_changes": units.changes}
         if facts is None:  # no unit changed, or only restated ones
             with clock("taken"):
-                taken, full_because = self.taken(resolved, units, earlier)
+                taken, full_because, units = self.taken(resolved, units, earlier)
             if taken is not None:
                 if units.restated:
                     log.info("mode: incremental: %s restated since run %s (only their statements edited), whose "
@@ -254,10 +257,12 @@ class _Run:
                 else:
                     log.info("mode: incremental: no unit changed since run %s, whose dirty sets and plan this run "
                              "takes", units.started_from.run_id)
-                return {**computed, **taken, "mode": INCREMENTAL}
+                return {**self._computed(statements, resolved, units), **taken, "mode": INCREMENTAL}
             with clock("facts"):  # a state not taken: the rest of the facts, its time added to the stage's
+                if units.comparison is not None and units.changes is None:  # still to compare
+                    numbered, units = self.compared(resolved, units)
                 facts = self.facts(resolved, numbered or self.numbered(resolved)[0])
-        computed["facts"] = facts.numbered.tables
+        computed = {**self._computed(statements, resolved, units), "facts": facts.numbered.tables}
         log.info("mode: full (%s)", full_because)
         computed = {**computed, "full_because": full_because}
         with clock("fixpoint"):
@@ -271,26 +276,37 @@ class _Run:
         rendered = planned.pop("render_counts", {})
         return {**computed, **planned, "statements": {**statements.counts, **rendered}}
 
+    @staticmethod
+    def _computed(statements: _Statements, resolved: _Resolved, units: _Units) -> dict:
+        return {"desired": resolved.desired, "analysed": statements.parsed, "statements": statements.counts,
+                "units": units.units, "units_digest": units.digest, "shapes_digest": units.shapes,
+                "started_from": units.started_from, "unit_changes": units.changes}
+
     def full_because(self, units: _Units) -> str | None:
         """Why this run computes everything (None: it may take what the run it starts from computed)."""
         started_from = units.started_from
         if started_from.run_id is None:
             return started_from.why
+        if units.alike_in_shape:  # which units were restated is found as that run's answer is taken
+            return None
         if changed_total(units.changes) > units.restated:
             return f"{changed_units_line(units.changes)} since run {started_from.run_id}"
         return None
 
-    def taken(self, resolved: _Resolved, units: _Units, earlier: Earlier) -> tuple[dict | None, str | None]:
+    def taken(self, resolved: _Resolved, units: _Units, earlier: Earlier) -> tuple[dict | None, str | None, _Units]:
         """No unit changed since the run this one starts from, or only restated ones: its dirty sets, plan and
         decisions are this run's (``store.taken``), and what its plan's checks found: one hold (with the check
         that the inputs do not hold that run's staging suffix, the digests of what it read to compare with those
         its checks recorded, and this run's facts tables); one job for the plan's checks where their findings
-        cannot be taken (no digests recorded, a suffix of another length, a selective run, statements rendered
-        again); no key is numbered. Restated units: in the same hold, this run's facts tables are compared with
-        that run's, and the plan rows carrying those statements are rendered again (``plan.rendered_again``).
-        Returns the ``RunResult`` fields, or None and why a state that cannot be read or does not add up is not
-        taken."""
-        settings, base, restated = self.settings, units.started_from.run_id, units.restated
+        cannot be taken (no digests recorded, a suffix of another length, a selective run), or for those of the
+        statements rendered again alone; no key is numbered. Restated units: in the same hold, this run's facts tables are compared with
+        that run's, and the plan rows carrying those statements are rendered again (``plan.rendered_again``);
+        where only the units' digest by shape told so, which units they are is found in that hold too. Returns
+        the ``RunResult`` fields, or None and why a state that cannot be read or does not add up is not taken,
+        with the units as compared."""
+        settings, base = self.settings, units.started_from.run_id
+        pending = units.comparison if units.alike_in_shape and units.changes is None else None
+        restated = units.restated or pending is not None  # how many, once compared
         then, now = (deploy_suffix(run_id, settings.deploy_suffix) for run_id in (base, settings.run_id))
         tables = [*settings.outputs.values(), *(("ddl_plan", PLAN_DECISIONS, DECISIONS) if self.plan else ()),
                   ROUNDS_TABLE]
@@ -309,40 +325,48 @@ class _Run:
             again = {}
             if restated:  # their facts as that run's; with a plan, their rows with what to render them from
                 facts_then = {n: earlier.run_table(facts_table(n), base).select(*BY_NAME[n].fields) for n in facts}
-                again = {"facts_differ": facts_differ(facts, facts_then)}
+                again = {"facts_differ": facts_differ(facts, facts_then),
+                         **({"unit_changes": pending} if pending is not None else {})}
                 if self.plan:
                     plan_now = with_suffix(frames["ddl_plan"], then, now).select(*planner.plan_columns())
+                    changed = pending.frame if pending is not None else units.changed.frame
                     again["again"] = to_render_again(plan_now, with_suffix(renders, then, now),
-                                                     units.changed.frame.where(F.col("change") == RESTATED),
-                                                     new.objects)
+                                                     changed.where(F.col("change") == RESTATED), new.objects)
             held = self.hold({**{t: with_suffix(frame, then, now) for t, frame in frames.items()},
                               **({RENDER_INPUTS: with_suffix(renders, then, now)} if renders is not None else {}),
                               **({"suffix": suffix_in(inputs, texts, then)} if then != now else {}),
                               **({"checks": checks} if checks is not None else {}), **again,
                               **({f"facts:{n}": f for n, f in facts.items()} if self.small else {})})
         except Exception as error:  # noqa: BLE001 - what earlier runs left is never what fails a run
-            return None, f"the outputs of run {base} could not be read ({first_line(error)})"
+            return None, f"the outputs of run {base} could not be read ({first_line(error)})", units
+        if pending is not None:
+            units = self.units(units.units, units.digest, units.shapes, units.started_from, held["unit_changes"])
+            restated = units.restated
+            if not restated:  # only by a chance of about 2^-64: some unit changed in its shape after all
+                why = units.started_from.why or f"{changed_units_line(units.changes)} since run {base}"
+                return None, why, units
         if "suffix" in held and held["suffix"].dicts()[0]["count"]:
             return None, (f"the inputs hold {then}, the staging suffix of run {base}, which its plan cannot be told "
-                          f"apart from")
+                          f"apart from"), units
         if restated and (differing := held["facts_differ"].dicts()[0]["relations"]):
             return None, (f"{changed_units_line(units.changes)} since run {base}, only in their statements, but "
-                          f"the facts of {differing} differ from that run's")
+                          f"the facts of {differing} differ from that run's"), units
         recorded = {"ddl_plan": "ddl_operations", **{t: t for t in ("dirty_stmts", "dirty_clusters", "dirty_schemas")}}
         for table, column in recorded.items():
             said = (units.started_from.row or {}).get(column)
             if table in held and held[table].count != said:
-                return None, f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row says {said}"
+                return None, (f"run {base} has {counted(held[table].count, 'row')} in {table}, where its runs row "
+                              f"says {said}"), units
         check_rows = held["checks"].dicts() if "checks" in held else []
         found = [{c: r[c] for c in PLAN_CHECK_ROWS.names} for r in check_rows if not r["read"]] or None  # None: none
         if found is not None and (differs := digests_differ(found, [r for r in check_rows if r["read"]])):
-            return None, f"the rows of {differs} of run {base} are not those its checks recorded"
+            return None, f"the rows of {differs} of run {base} are not those its checks recorded", units
         rounds = rounds_of(held[ROUNDS_TABLE].dicts())
         fields = {"tables": {t: held[t] for t in settings.outputs.values()}, "rounds": rounds.get("rules", []),
                   "checks_taken": False, "restated": restated,
                   "facts": {n: held[f"facts:{n}"] if self.small else Batch(f, None) for n, f in facts.items()}}
         if self.plan is None:
-            return fields, None
+            return fields, None, units
         columns = list(planner.plan_columns())
         rows = held["ddl_plan"].part(None, None, columns)  # a succeeded run's statements all rendered
         if restated:  # the rows of the restated statements rendered again, in place of the earlier run's
@@ -351,16 +375,20 @@ class _Run:
             rows = plan.project(columns)
         else:
             plan = Batch(rows.frame.withColumn("error", F.lit(None).cast("string")), rows.count)
-        if found is not None and len(then) == len(now) and settings.selection is None and not restated:
-            # the checks find what they found in that run: a staging name as long, the same rows otherwise
-            report = taken_report(found, then, now)
+        if found is not None and len(then) == len(now) and settings.selection is None:
+            # the checks find what they found in that run: a staging name as long, the same rows otherwise, or
+            # but for the statements rendered again, whose checks run again (with the digests of the tables)
+            fresh = self.checked_statements(fields["tables"], held[PLAN_DECISIONS], held[DECISIONS], plan) \
+                if restated else None
+            report = taken_report(found, then, now, fresh)
             report.enforce(settings.allow_destructive)
             fields["checks_taken"] = True
         else:
             report = self.checked_plan(resolved, fields["facts"], fields["tables"], held[PLAN_DECISIONS],
                                        held[DECISIONS], plan)
         return {**fields, "plan": rows, "decisions": held[PLAN_DECISIONS], "object_decisions": held[DECISIONS],
-                "report": report, "plan_rounds": rounds.get("plan", []), "render_inputs": held.get(RENDER_INPUTS)}, None
+                "report": report, "plan_rounds": rounds.get("plan", []),
+                "render_inputs": held.get(RENDER_INPUTS)}, None, units
 
     def _render_inputs_of(self, earlier: Earlier, base: str, required: bool) -> DataFrame | None:
         """The render inputs run ``base`` kept (``plan.rendered_again``): raises where they cannot be read and a
@@ -457,30 +485,32 @@ class _Run:
         if clusters:
             units = units.unionByName(cluster_units(self.spark, clusters))
         frames = {"changed": changed, **_snapshot_frames("old", old),
-                  **_snapshot_frames("new", new), **checks, "units": units, "units_digest": units_digest(units)}
+                  **_snapshot_frames("new", new), **checks, "units": units, "digests": units_digests(units)}
         # that run's units are read only where its digest of them differs from this one's (or it recorded none)
         recorded = (started_from.row or {}).get("units_digest") if before is not None else None
         compared = {"unit_changes": unit_changes(units, before)} if before is not None and not recorded else {}
         held, unreadable = self._hold_comparing(frames, compared)
         started_from = unreadable or started_from
         self._raise(held.get("checks"), problems, warnings)
-        (digest,) = held["units_digest"].counts
+        digest, shapes = split_digests(*held["digests"].counts)
         resolved = _Resolved(_snapshot_of(held, "old", old.path), _snapshot_of(held, "new", new.path),
                              held["changed"].frame, held["new:objects"].project([*KEY, "kind", "hash"]))
         if recorded and recorded != digest and started_from.run_id is not None:
-            return resolved, _Units(held["units"], digest, started_from, None,
-                                    unit_changes(held["units"].frame, before))
+            return resolved, _Units(held["units"], digest, shapes, started_from, None,
+                                    unit_changes(held["units"].frame, before),
+                                    alike_in_shape=shapes == started_from.row.get("shapes_digest"))
         if "unit_changes" in held:
-            return resolved, self.units(held["units"], digest, started_from, held["unit_changes"])
-        return resolved, self.units(held["units"], digest, started_from, {} if recorded == digest else None)
+            return resolved, self.units(held["units"], digest, shapes, started_from, held["unit_changes"])
+        return resolved, self.units(held["units"], digest, shapes, started_from, {} if recorded == digest else None)
 
     def compared(self, resolved: _Resolved, units: _Units) -> tuple[_Numbered, _Units]:
         """The keys numbered (``numbered``) and, in the same hold, which units changed since the run this one
         starts from (their digests differ): no job of its own, as a full run numbers its keys anyway."""
         numbered, held, unreadable = self.numbered(resolved, {"unit_changes": units.comparison})
         if unreadable is not None:
-            return numbered, self.units(units.units, units.digest, unreadable, None)
-        return numbered, self.units(units.units, units.digest, units.started_from, held["unit_changes"])
+            return numbered, self.units(units.units, units.digest, units.shapes, unreadable, None)
+        return numbered, self.units(units.units, units.digest, units.shapes, units.started_from,
+                                    held["unit_changes"])
 
     def _hold_comparing(self, frames: dict, compared: dict) -> tuple[dict[str, Batch], BaseRun | None]:
         """``frames`` and ``compared`` (which read the units of the run this one starts from) in one hold; where
@@ -493,8 +523,9 @@ class _Run:
             unreadable = BaseRun(why=f"{UNITS} under {self.settings.out} could not be read ({first_line(error)})")
             return self.hold(frames), unreadable
 
-    def units(self, units: Batch, digest: str, started_from: BaseRun, changed: Batch | dict | None) -> _Units:
-        """Both sides' units as ``resolved`` held them and their digest, and what changed since the run this one
+    def units(self, units: Batch, digest: str, shapes: str, started_from: BaseRun,
+              changed: Batch | dict | None) -> _Units:
+        """Both sides' units as ``resolved`` held them and their digests, and what changed since the run this one
         starts from (``changed``: the held ``unit_changes``; {} for none, None when not compared). A run that
         left no units is none to start from."""
         counts = changed.counts or {} if isinstance(changed, Batch) else changed
@@ -503,10 +534,10 @@ class _Run:
             started_from = BaseRun(why=f"run {started_from.run_id} left no {UNITS}")
         if started_from.run_id is None:
             log.info("units: compared with no earlier run under %s (%s)", self.settings.out, started_from.why)
-            return _Units(units, digest, started_from, None)
+            return _Units(units, digest, shapes, started_from, None)
         log.info("units: %s since run %s", changed_units_line(changes), started_from.run_id)
-        return _Units(units, digest, started_from, changes, changed=changed if isinstance(changed, Batch) else None,
-                      restated=restated_only(counts))
+        return _Units(units, digest, shapes, started_from, changes,
+                      changed=changed if isinstance(changed, Batch) else None, restated=restated_only(counts))
 
     def numbered(self, resolved: _Resolved, compared: dict | None = None) -> tuple[_Numbered, dict[str, Batch],
                                                                                  BaseRun | None]:
@@ -650,12 +681,21 @@ class _Run:
         if self.hooks.on_plan_checks:
             self.hooks.on_plan_checks(context)
         checks, invariants = plan_checks(plan.frame, context)
-        taken = _taken_tables({t: b.frame for t, b in tables.items()}, plan.frame.select(*planner.plan_columns()),
-                              decisions.frame, table.frame)
-        digests = row_digests(taken, deploy_suffix(settings.run_id, settings.deploy_suffix))
-        report = plan_report(checks.union(digests).collect(), invariants)
+        report = plan_report(checks.union(self._digests(tables, decisions, table, plan)).collect(), invariants)
         report.enforce(settings.allow_destructive)
         return report
+
+    def checked_statements(self, tables: dict[str, Batch], decisions: Batch, table: Batch, plan: Batch) -> list[dict]:
+        """The checks of the plan's statements (``plan.checks.statement_checks``) and the digests of the tables a
+        later run may take with it (one job): a plan that differs from a checked one in its statements only."""
+        checks = statement_checks(plan.frame, self.settings.dialect.max_identifier_length)
+        return [row.asDict() for row in checks.union(self._digests(tables, decisions, table, plan)).collect()]
+
+    def _digests(self, tables: dict[str, Batch], decisions: Batch, table: Batch, plan: Batch) -> DataFrame:
+        """The digest of each table a later run may take with this plan (``store.taken.row_digests``)."""
+        taken = _taken_tables({t: b.frame for t, b in tables.items()}, plan.frame.select(*planner.plan_columns()),
+                              decisions.frame, table.frame)
+        return row_digests(taken, deploy_suffix(self.settings.run_id, self.settings.deploy_suffix))
 
     def rendered(self, rows: Batch, moved: Batch, suffix: str, earlier: Earlier) -> tuple[Batch, dict]:
         """The plan rows with their statements. From ``sql.reuse_from_objects`` objects, the statements

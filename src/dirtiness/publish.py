@@ -101,7 +101,7 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
             row = runs_row(settings, "succeeded", result.started_at, finished_at, rounds=len(result.rounds),
                            plan_rounds=len(result.plan_rounds), counts=counts, statements=result.statements,
                            started_from=result.started_from.run_id, unit_changes=result.unit_changes,
-                           mode=result.mode, units_digest=result.units_digest)
+                           mode=result.mode, digests=(result.units_digest, result.shapes_digest))
             store.replace_run("runs", records(RUNS, [row]), run_id)
     except Exception as error:
         record_failure(store, settings, result.started_at, error)
@@ -128,8 +128,10 @@ def _publish(result: RunResult, store: DeltaStore, clock: Stages) -> dict:
         "units": _units_summary(result),
         "mode": result.mode,  # incremental: this run's outputs are those of units.started_from
         "full_because": result.full_because,
-        # the plan's checks: computed, or taken with the plan (``store.taken``); None: no plan
-        "plan_checks": ("taken" if result.checks_taken else "computed") if result.report else None,
+        # the plan's checks: computed, or taken with the plan (``store.taken``), but those of the statements it
+        # rendered again (a restated run's: ``statements``); None: no plan
+        "plan_checks": (("statements" if result.restated else "taken") if result.checks_taken else "computed")
+        if result.report else None,
         "fingerprints": settings.fingerprints,
         "selection": _selection_summary(settings),
         "drift": len(settings.drift) if settings.drift is not None else None,
@@ -173,7 +175,8 @@ def record_failure(store: DeltaStore, settings: RunSettings, started_at, error: 
 def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, message: str | None = None,
              rounds: int | None = None, plan_rounds: int | None = None, counts: dict | None = None,
              statements: dict | None = None, started_from: str | None = None,
-             unit_changes: dict | None = None, mode: str | None = None, units_digest: str | None = None) -> dict:
+             unit_changes: dict | None = None, mode: str | None = None,
+             digests: tuple[str | None, str | None] = (None, None)) -> dict:
     """The ``runs`` row of a run, by column."""
     counts, statements = counts or {}, statements or {}
     return {
@@ -191,7 +194,7 @@ def runs_row(settings: RunSettings, status: str, started_at, finished_at=None, m
         "statements_rendered": statements.get("rendered"), "renders_reused": statements.get("render_reused"),
         "version": installed("dirtiness"), "started_from": started_from,
         "units_changed": None if unit_changes is None else changed_total(unit_changes), "mode": mode,
-        "units_digest": units_digest,
+        "units_digest": digests[0], "shapes_digest": digests[1],
     }
 
 
@@ -217,7 +220,8 @@ def _units_line(units: dict) -> str:
 def _mode_line(summary: dict) -> str:
     """How the run got its answer: computed in full (and why), or taken from the run it started from."""
     if summary["mode"] == INCREMENTAL:
-        checked = "and what its checks found" if summary["plan_checks"] == "taken" else "checked again"
+        checked = {"taken": "and what its checks found", "statements": "its statements checked again, the rest of "
+                   "what its checks found taken"}.get(summary["plan_checks"], "checked again")
         restated = summary["units"].get("restated")
         changed = f"{counted(restated, 'unit')} restated" if restated else "no unit changed"
         again = ", the plan rows of their statements rendered again" if restated else ""

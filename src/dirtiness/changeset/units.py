@@ -36,7 +36,9 @@ UNIT_ROWS = T.StructType([T.StructField("side", T.StringType()), *(T.StructField
 CHANGES = ("added", "deleted", "edited")
 RESTATED = "restated"  # a change of ``unit_changes``: a new-side unit edited in its statement's hash and text only
 CHANGE_OF = "change_of"  # a unit this run has and the earlier one lacks, the reverse, or both
-DIGEST = "digest"  # of all of a run's units (``units_digest``), in its ``runs`` row as ``units_digest``
+# of all of a run's units and of them by shape (``units_digests``), in its ``runs`` row as ``units_digest`` and
+# ``shapes_digest``
+DIGESTS = "digests"
 
 
 def unit_contents(side: str, objects: DataFrame, dependencies: DataFrame, indexes: DataFrame,
@@ -77,12 +79,27 @@ def hash_sum(*columns: Column | str) -> Column:
     return F.coalesce(F.sum(F.xxhash64(*columns).cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
-def units_digest(units: DataFrame) -> Hold:
-    """One row, ``digest``: how many ``units`` and their ``hash_sum``; held split by it, so the hold's counts
-    give it and nothing is collected. A run compares it with the one the run it starts from recorded before it
-    reads that run's units, which only a change needs."""
-    digest = F.concat_ws(":", F.count(F.lit(1)).cast("string"), hash_sum("side", *KEY, "content").cast("string"))
-    return Hold(units.groupBy().agg(digest.alias(DIGEST)), split=DIGEST)
+def units_digests(units: DataFrame) -> Hold:
+    """One row, ``digests``: the digest of all ``units`` and their digest by shape (``split_digests``), held split
+    by it, so the hold's counts give both and nothing is collected; one aggregation, so the units are computed
+    once for both. The first is how many units there are and the ``hash_sum`` of their contents: a run compares
+    it with the one the run it starts from recorded before it reads that run's units, which only a change needs.
+    The second sums each unit by its shape where it has one, else by its content. A unit has a shape where its
+    object changed, and a change of that (its ``ChangedStmt`` row) is in its shape, so while the first differs
+    from that run's, the second is that run's only when every unit that changed was restated: a run knows it
+    from the hold that checks its inputs, with no key numbered, and finds which units in the hold that takes
+    that run's answer."""
+    count = F.count(F.lit(1)).cast("string")
+    by_content = F.concat_ws(":", count, hash_sum("side", *KEY, "content").cast("string"))
+    by_shape = F.concat_ws(":", count, hash_sum("side", *KEY, F.col("shape").isNull(),
+                                                F.coalesce(F.col("shape"), F.col("content"))).cast("string"))
+    return Hold(units.groupBy().agg(F.concat_ws(" ", by_content, by_shape).alias(DIGESTS)), split=DIGESTS)
+
+
+def split_digests(digests: str) -> tuple[str, str]:
+    """The units' digest and their digest by shape, from the value of ``units_digests``."""
+    by_content, by_shape = digests.split(" ")
+    return by_content, by_shape
 
 
 def unit_changes(units: DataFrame, earlier: DataFrame) -> Hold:

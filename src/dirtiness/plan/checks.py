@@ -32,6 +32,9 @@ DROPPING = ("teardown", "cleanup")         # phases that drop dependents before 
 RECREATING = ("CREATE", "CREATE REPLACEMENT", "APPLY REPLACEMENT", "REPOINT")
 SHOWN = {"statements": 5, "invariant": 3, "destructive": 5, "attention": 20, "verbatim": 20}
 CHECK_COLUMNS = ("problem", "n", "detail", "total")  # a row of ``plan_checks``' frame
+# The checks whose findings depend on the plan's rendered statements (``error``, ``verbatim``); every other one
+# reads only what a plan row is (its subject, action, phase, step) and the snapshots' facts
+OF_STATEMENTS = ("statements", "verbatim")
 
 
 class InvariantError(RuntimeError):
@@ -94,23 +97,38 @@ class PlanReport:
 def plan_checks(plan: DataFrame, context: PlanContext) -> tuple[DataFrame, list[str]]:
     """The frame of every check's first details and counts (to collect or hold), and the invariants in order."""
     invariants = _invariants(plan, context)
-    seq = F.lpad(F.col("seq").cast("string"), 12, "0")
     checks = {
-        "statements": _unwritable(plan, context.max_identifier_length),
         **{f"invariant:{name}": frame for name, frame in invariants.items()},
         "destructive": plan.where(F.col("destructive")).select(F.coalesce(
             F.concat(_show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")")),
             F.concat(_show(*SCHEMA), F.lit(" (the swapped-out schema, with the deleted tables or sources it holds)")))
-            .alias("detail"), seq.alias("order")),
-        "verbatim": plan.where(F.col("verbatim")).select(F.concat(
-            F.col("seq"), F.lit(" "), F.col("phase"), F.lit(" "), _show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")"))
-            .alias("detail"), seq.alias("order")),
+            .alias("detail"), _seq_order()),
+        **_of_statements(plan, context.max_identifier_length),
     }
     if context.strategy == "blue-green":
         checks["attention"] = _needing_attention(plan, context)
     phases = {f"phase:{order}:{name}": plan.where((F.col("phase") == name) & (F.col("phase_order") == order))
               for order, name in PHASES}
     return collect_problems(checks, max(SHOWN.values()), counted=phases), list(invariants)
+
+
+def statement_checks(plan: DataFrame, max_identifier_length: int | None) -> DataFrame:
+    """The frame of the ``OF_STATEMENTS`` checks alone: what a plan whose rows differ from a checked one's only
+    in their statements finds again (``store.taken``), the rest of its findings being that one's."""
+    return collect_problems(_of_statements(plan, max_identifier_length), max(SHOWN.values()))
+
+
+def _of_statements(plan: DataFrame, max_identifier_length: int | None) -> dict[str, DataFrame]:
+    return {
+        "statements": _unwritable(plan, max_identifier_length),
+        "verbatim": plan.where(F.col("verbatim")).select(F.concat(
+            F.col("seq"), F.lit(" "), F.col("phase"), F.lit(" "), _show(*KEY), F.lit(" ("), F.col("kind"), F.lit(")"))
+            .alias("detail"), _seq_order()),
+    }
+
+
+def _seq_order() -> F.Column:
+    return F.lpad(F.col("seq").cast("string"), 12, "0").alias("order")
 
 
 PHASES = ((1, "stage"), (2, "swap"), (3, "post-swap"), (4, "cleanup"), (1, "teardown"), (2, "setup"))

@@ -46,7 +46,8 @@ RUNS = pa.schema([
     ("started_from", pa.string()),    # the run whose units this one's were compared with (store.base_run)
     ("units_changed", pa.int64()),    # units added, deleted or edited since (changeset.units); null: no such run
     ("mode", pa.string()),            # incremental (its outputs taken from started_from) | full; null: not finished
-    ("units_digest", pa.string()),    # of all its units (changeset.units.units_digest): a later run compares its own
+    ("units_digest", pa.string()),    # of all its units (changeset.units.units_digests): a later run compares its own
+    ("shapes_digest", pa.string()),   # of them by shape (changeset.units.units_digests): alike after restatements
 ])
 RUN_RELATIONS = pa.schema([
     ("relation", pa.string()),

@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 
 from ..changeset.units import hash_sum
 from ..datalog.engine import RoundLog
-from ..plan.checks import PlanReport, plan_report
+from ..plan.checks import OF_STATEMENTS, PlanReport, plan_report
 
 DIGEST = "digest:"  # a check row holding, as its total, the digest of a table's rows (``row_digests``)
 PRIME = Decimal(9223372036854775783)  # the largest prime below 2^63: a digest as a check row's total (a long)
@@ -89,10 +89,16 @@ def digests_differ(recorded: list[dict], read: list[dict]) -> str | None:
     return None
 
 
-def taken_report(recorded: list[dict], then: str, now: str) -> PlanReport:
+def taken_report(recorded: list[dict], then: str, now: str, fresh: list[dict] | None = None) -> PlanReport:
     """What the earlier run's checks found (``recorded``: its ``plan_checks`` rows), as this run's: the
-    details with its suffix replaced by this run's."""
-    rows = [{**r, "detail": r["detail"].replace(then, now) if r["detail"] is not None else None} for r in recorded]
+    details with its suffix replaced by this run's. ``fresh``: the rows of this run's own checks of its
+    statements and digests (a plan whose rows differ from that run's in their statements only), in place of
+    the recorded ones."""
+    if fresh is not None:
+        again = {*OF_STATEMENTS, *(r["problem"] for r in fresh)}
+        recorded = [r for r in recorded if r["problem"] not in again and not r["problem"].startswith(DIGEST)]
+    rows = [{**r, "detail": r["detail"].replace(then, now) if r["detail"] is not None else None}
+            for r in recorded] + (fresh or [])
     invariants = sorted({r["problem"].split(":", 1)[1] for r in rows if r["problem"].startswith("invariant:")})
     return plan_report(rows, invariants)
 
