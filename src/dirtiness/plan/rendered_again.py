@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 
 from ..datalog.holding import Batch, local_batch
 from ..model import KEY
-from .statements import MOVED, REFERENCES, RENDER
+from .statements import MOVED, REFERENCES, RENDER, grouped_references, references_by_reader
 
 RENDER_INPUTS = "plan_render_inputs"  # the table under --out
 RENDER_INPUT_ROWS = T.StructType([
@@ -40,16 +40,13 @@ def render_inputs(rows: Batch, moved: Batch) -> Batch:
     """``RENDER_INPUT_ROWS`` of the plan rows (``planner.build_plan``'s, with ``seq`` and ``RENDER``) that carry
     a statement to render; ``moved``: its ``MOVED`` rows. On the driver when both are rows (no job), else lazy."""
     if rows.local and moved.local:
-        refs: dict[tuple, list[tuple]] = {}
-        for row in moved.rows:
-            refs.setdefault(tuple(row[:3]), []).append(tuple(row[3:]))
+        refs = references_by_reader(moved)
         at = {c: rows.columns.index(c) for c in ("sql", "seq", *KEY, *_KEPT)}
         found = [(r[at["seq"]], *(r[at[c]] for c in _KEPT),
                   _references_json(refs.get(tuple(r[at[k]] for k in KEY), [])))
                  for r in rows.rows if r[at["sql"]] is not None]
         return local_batch(rows.spark, sorted(found, key=lambda r: r[0]), RENDER_INPUT_ROWS)
-    grouped = moved.frame.groupBy(*MOVED[:3]).agg(
-        F.array_sort(F.collect_list(F.struct(*MOVED[3:]))).alias("references"))
+    grouped = grouped_references(moved.frame, sort=True)
     frame = (rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left")
              .select("seq", *_KEPT, F.to_json(F.coalesce("references", F.array().cast(REFERENCES))).alias("references")))
     return Batch(frame, None)

@@ -78,6 +78,21 @@ MOVED = ["database", "schema", "name", "dep_database", "dep_schema", "dep_name",
 REFERENCES = T.ArrayType(T.StructType([T.StructField(c, T.StringType()) for c in MOVED[3:]]))
 
 
+def references_by_reader(moved: Batch) -> dict[tuple, list[tuple]]:
+    """Each reader's key -> its ``MOVED`` references (``dep_database, dep_schema, dep_name, dep_target``), from
+    rows held on the driver."""
+    found: dict[tuple, list[tuple]] = {}
+    for row in moved.rows:
+        found.setdefault(tuple(row[:3]), []).append(tuple(row[3:]))
+    return found
+
+
+def grouped_references(moved: DataFrame, sort: bool = False) -> DataFrame:
+    """``MOVED`` rows as one row per reader: its key and ``references`` (``REFERENCES``), sorted if asked."""
+    collected = F.collect_list(F.struct(*MOVED[3:]))
+    return moved.groupBy(*MOVED[:3]).agg((F.array_sort(collected) if sort else collected).alias("references"))
+
+
 def to_render(frame: DataFrame, target: Column | str = "schema", staged_cluster: Column | None = None,
               replacing: Column | bool = False, when: Column | None = None) -> dict[str, Column]:
     """The render inputs of rows of ``frame`` (an object's key, kind, sql and cluster), for ``operations``:
@@ -97,16 +112,15 @@ def render(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, holding:
     keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
     schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
     if rows.local and moved.local:
-        refs: dict[tuple, list[dict]] = {}
-        for row in moved.rows:
-            refs.setdefault(tuple(row[:3]), []).append(dict(zip(MOVED[3:], row[3:])))
+        refs = {reader: [dict(zip(MOVED[3:], r)) for r in found]
+                for reader, found in references_by_reader(moved).items()}
         columns = rows.columns
         at = {c: columns.index(c) for c in columns}
         with_refs = [(*r, refs.get((r[at["database"]], r[at["schema"]], r[at["name"]]))) for r in rows.rows]
         frame_schema = T.StructType([*rows.schema.fields, T.StructField("references", REFERENCES)])
         return render_carrying(local_batch(rows.spark, with_refs, frame_schema), dialect, verbatim_kinds, holding)
     function = _renderer(dialect.parser, tuple(verbatim_kinds), keep, schema)
-    grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
+    grouped = grouped_references(moved.frame)
     with_sql = rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left")
     without = rows.frame.where(F.col("sql").isNull()).select(*keep, "statement", "verbatim", "error")
     return holding.hold(with_sql.mapInArrow(function, schema).unionByName(without), try_local=False)
@@ -130,7 +144,7 @@ def render_reusing(rows: Batch, moved: Batch, dialect: Dialect, verbatim_kinds, 
     verbatim_kinds = tuple(verbatim_kinds)
     keep = [c for c in rows.columns if c not in RENDER.names and c not in ("statement", "verbatim", "error")]
     schema = T.StructType([*(rows.schema[c] for c in keep), *RENDERED.fields])
-    grouped = moved.frame.groupBy(*MOVED[:3]).agg(F.collect_list(F.struct(*MOVED[3:])).alias("references"))
+    grouped = grouped_references(moved.frame)
     with_sql = keyed(rows.frame.where(F.col("sql").isNotNull()).join(grouped, MOVED[:3], "left"), suffix,
                      dialect.parser, verbatim_kinds)
     rendered = not_rendered_before(with_sql, earlier).mapInArrow(
