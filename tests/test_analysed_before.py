@@ -401,6 +401,38 @@ def test_a_run_whose_only_changes_are_statements_renders_their_rows_again_and_an
             '</span>, the plan rows of their statements rendered again)') in page.read_text()
 
 
+def test_a_digest_by_shape_that_says_restated_where_a_unit_was_edited_gives_a_full_run(chain, tmp_path):
+    """The digest by shape only spares the numbering: where run ``f``'s recorded one is forged to be that of a
+    project in which an unchanged object's statement is edited, the run of that project compares its units with
+    ``f``'s anyway, finds the edit, is full, says so, and writes the rows of a full run of the same inputs."""
+    old = {(o["schema"], o["name"]): o["hash"] for o in yaml.safe_load(open(EXAMPLE_OLD))["objects"]}
+    document = yaml.safe_load(open(_restated(tmp_path, chain["new"])))
+    entry = next(o for o in document["objects"] if o.get("sql") and old.get((o["schema"], o["name"])) == o["hash"])
+    entry["sql"], entry["hash"] = entry["sql"].replace("SELECT", "SELECT /* edited */", 1), entry["hash"] + "-x"
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(document))
+    roots = {"full": tmp_path / "full", "forged": tmp_path / "forged"}
+    for root in roots.values():
+        shutil.copytree(chain["first"], root)
+
+    def run(root) -> dict:
+        assert main(["run", "--old", EXAMPLE_OLD, "--new", str(tmp_path / "edited.yaml"), "--out", str(root),
+                     "--run-id", "g", "--config", str(chain["folder"] / "conf.yaml"),
+                     "--summary-json", str(tmp_path / f"{root.name}.json"), *(["--full"] if root.name == "full"
+                                                                                  else [])]) == 0
+        return json.loads((tmp_path / f"{root.name}.json").read_text())
+    run(roots["full"])
+    [g] = pl.read_delta(str(roots["full"] / "runs")).filter(pl.col("run_id") == "g").to_dicts()
+    DeltaTable(str(roots["forged"] / "runs")).update(updates={"shapes_digest": f"'{g['shapes_digest']}'"},
+                                                     predicate="run_id = 'f'")
+    forged = run(roots["forged"])
+    assert (forged["mode"], forged["full_because"]) == ("full", "1 unit changed (new: 1 edited) since run f")
+    assert "taken" in forged["seconds"]  # it went to take f's answer (the shortcut), and found the edit there
+    for table in TABLES:
+        rows = [sorted(map(str, pl.read_delta(str(root / table)).filter(pl.col("run_id") == "g").rows()))
+                for root in roots.values()]
+        assert rows[0] and rows[0] == rows[1], table
+
+
 def _project(path, edits: dict[str, str]) -> str:
     """The example's new project with each named object's statement and hash edited (``edits``: name -> tag)."""
     document = yaml.safe_load(open(EXAMPLE_NEW))
