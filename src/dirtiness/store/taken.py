@@ -95,8 +95,7 @@ def taken_report(recorded: list[dict], then: str, now: str, fresh: list[dict] | 
     statements and digests (a plan whose rows differ from that run's in their statements only), in place of
     the recorded ones."""
     if fresh is not None:
-        again = {*OF_STATEMENTS, *(r["problem"] for r in fresh)}
-        recorded = [r for r in recorded if r["problem"] not in again and not r["problem"].startswith(DIGEST)]
+        recorded = [r for r in recorded if r["problem"] not in OF_STATEMENTS and not r["problem"].startswith(DIGEST)]
     rows = [{**r, "detail": r["detail"].replace(then, now) if r["detail"] is not None else None}
             for r in recorded] + (fresh or [])
     invariants = sorted({r["problem"].split(":", 1)[1] for r in rows if r["problem"].startswith("invariant:")})
