@@ -125,3 +125,29 @@ def test_an_overlay_may_name_its_own_spark_settings_tables_and_dialects(tmp_path
     assert config["spark"]["conf"]["spark.executor.cores"] == 3
     assert config["plan"]["dialects"]["mine"] == {"parser": "postgres"}
     assert resolve(PARAMS, config).holding.storage == "memory_and_disk"
+
+
+@pytest.mark.parametrize("path, value, same", [
+    (("local_rows",), 5, True),
+    (("lazy_checkpoints",), False, True),
+    (("checkpoint_storage",), "memory_and_disk", True),
+    (("delta_backend",), "deltalake", True),
+    (("spark", "conf", "spark.sql.shuffle.partitions"), 16, True),
+    (("sql", "reuse_from_objects"), 0, True),
+    (("apply", "parallel"), 1, True),
+    (("report", "max_rows"), 10, True),
+    (("interning_seed",), 3, False),                      # ids, and so what a later run could take by id
+    (("sql", "dependency_mismatch"), "warn", False),
+    (("plan", "deploy_suffix"), "stg{hash8}", False),
+    (("external_databases",), ["ext"], False),
+])
+def test_the_configuration_fingerprint_covers_what_changes_a_result_only(path, value, same):
+    """Tuning what a run costs keeps the run the next one starts from (and ``--if-changed`` skipping)."""
+    config = load_config()
+    before = resolve(PARAMS, config).fingerprints["config_fingerprint"]
+    place = config
+    for key in path[:-1]:
+        place = place[key]
+    assert place[path[-1]] != value
+    place[path[-1]] = value
+    assert (resolve(PARAMS, config).fingerprints["config_fingerprint"] == before) is same

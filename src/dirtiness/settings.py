@@ -35,6 +35,22 @@ from .wording import counted
 
 
 TOOLS = {"mz-deploy": "mz_deploy", "dbt": "dbt"}  # an input form -> its section of the configuration
+# Settings that change what a run costs, where it keeps its blocks, how it writes, applies and reports, never the
+# rows it computes: left out of the configuration's fingerprint, so that tuning them keeps the run a run starts
+# from (the rule programs have a fingerprint of their own).
+COST_ONLY = ("spark", "rules", "local_rows", "lazy_checkpoints", "checkpoint_storage", "delta_backend", "apply",
+             "report")
+COST_ONLY_SQL = ("reuse_from_objects",)  # reusing an earlier run's analysis never changes an answer
+
+
+def result_settings(config: dict) -> dict:
+    """The configuration less what changes only a run's cost (``COST_ONLY``): what its fingerprint covers."""
+    settings = {k: v for k, v in config.items() if k not in COST_ONLY}
+    if isinstance(settings.get("sql"), dict):
+        settings["sql"] = {k: v for k, v in settings["sql"].items() if k not in COST_ONLY_SQL}
+    return settings
+
+
 FINGERPRINTS = ("old_fingerprint", "new_fingerprint", "rules_fingerprint", "config_fingerprint")
 REQUIRED_OUTPUTS = ("dirty_stmts", "dirty_clusters", "dirty_schemas")  # the plan reads them
 
@@ -190,7 +206,7 @@ def resolve(params: RunParams, config: dict) -> RunSettings:
     if backend not in ("auto", "spark", "deltalake"):
         raise InputError(f"delta_backend: expected auto, spark or deltalake, not {backend!r}")
     run_id = params.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
-    settings = {k: v for k, v in config.items() if k not in ("spark", "rules")}  # Spark sizing changes no result
+    settings = result_settings(config)
     plan_checked = load_plan_rules(plan_rules, strategy) if strategy != NO_PLAN else None
     if not params.allow_destructive and all(isinstance(inputs[side], Document) for side in ("old", "new")):
         refuse_deleted_stateful(inputs["old"], inputs["new"], checked, plan_checked, strategy)
