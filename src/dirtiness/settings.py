@@ -37,15 +37,14 @@ from .wording import counted
 TOOLS = {"mz-deploy": "mz_deploy", "dbt": "dbt"}  # an input form -> its section of the configuration
 # Settings that change what a run costs, where it keeps its blocks, how it writes, applies and reports, never the
 # rows it computes: left out of the configuration's fingerprint, so that tuning them keeps the run a run starts
-# from (the rule programs have a fingerprint of their own).
-COST_ONLY = ("spark", "rules", "local_rows", "lazy_checkpoints", "checkpoint_storage", "delta_backend", "apply",
-             "report")
+# from.
+COST_ONLY = ("spark", "local_rows", "lazy_checkpoints", "checkpoint_storage", "delta_backend", "apply", "report")
 COST_ONLY_SQL = ("reuse_from_objects",)  # reusing an earlier run's analysis never changes an answer
 
 
 def result_settings(config: dict) -> dict:
     """The configuration less what changes only a run's cost (``COST_ONLY``): what its fingerprint covers."""
-    settings = {k: v for k, v in config.items() if k not in COST_ONLY}
+    settings = {k: v for k, v in config.items() if k not in COST_ONLY and k != "rules"}  # rules: fingerprinted apart
     if isinstance(settings.get("sql"), dict):
         settings["sql"] = {k: v for k, v in settings["sql"].items() if k not in COST_ONLY_SQL}
     return settings
