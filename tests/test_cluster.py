@@ -25,8 +25,9 @@ def wheel_python(tmp_path_factory) -> str:
     """The Python of a fresh virtualenv with the project's wheel installed (and nothing of the checkout)."""
     folder = tmp_path_factory.mktemp("wheel")
     dist, venv = folder / "dist", folder / "venv"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
-                            str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+    # with the suite's own setuptools (a test dependency): an isolated build would install one first
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                            "-w", str(dist), str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel, = glob.glob(str(dist / "dirtiness-*.whl"))
     # without pip of its own (seconds to install): the suite's pip installs the wheel into it
