@@ -29,12 +29,15 @@ from dirtiness.config import PROJECT_ROOT, load_config  # noqa: E402
 from dirtiness.session import build_session  # noqa: E402
 
 EXAMPLE = PROJECT_ROOT / "examples"
-# The workers' own sessions, which make all the in-process runs, compile with both JIT tiers at their default
-# thresholds (the command line wins over JAVA_TOOL_OPTIONS below). Most of a small run's time there is Spark
-# analysing each new DataFrame (docs/benchmark.md): runs 2-6 of the example in one session took a median of
-# 19.9 and 24.1 s (two sittings, 2026-12-02) against 31.5 and 29.4 s with the optimising tier held back to ten
-# times its thresholds, which kept the analyser's code in the slower profiling tier.
-WORKER_JVM_OPTIONS = "-XX:TieredStopAtLevel=4"
+# The workers' own sessions, which make all the in-process runs, compile with both JIT tiers (the command line
+# wins over JAVA_TOOL_OPTIONS below), the optimising tier only for methods ten times hotter than its default
+# (a third of a warm run's time on the thread serving Python is Spark's closure cleaner parsing operators'
+# class files over and over). Alone, runs 4-8 of the example in one session took 7.7-8.8 JVM CPU-seconds each
+# against 11.0 with the quick tier only. With the default thresholds the compiler threads cost the suite's other
+# JVMs as much as they saved (8 min 06 s, as with the quick tier); with these, 7 min 50 s, 8 min 01 s and
+# 8 min 16 s against 8 min 19 s and 8 min 20 s with the quick tier only (2026-11-27, this machine).
+WORKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=4 -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
+                      "-XX:Tier4BackEdgeThreshold=400000")
 # One session serves ~20 job runs: a larger heap than one production run needs (the status store is
 # kept small by conf/job.yaml already).
 # Small memory pages: Spark sizes a page from the heap (64 MiB from 4g and more), and every broadcast
