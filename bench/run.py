@@ -148,6 +148,8 @@ def measure(args: argparse.Namespace, work: str) -> None:
         program = "plan" if name == "plan" else "rules"
         stages[name]["rounds_jobs"] = sum(r["jobs"] for r in rounds if r["program"] == program)
     total_jobs = sum(s["jobs"] for s in stages.values()) + sum(r["jobs"] for r in rounds)
+    # what Spark spent running the jobs and in Catalyst's rules, the stages' and their rounds'
+    spark_work = {k: round(sum(s[k] for s in (*stages.values(), *rounds)), 3) for k in ("jobs_s", "rules_s", "rule_runs")}
     report = {
         "objects": args.objects or "example",
         "strategy": settings.strategy,
@@ -161,6 +163,7 @@ def measure(args: argparse.Namespace, work: str) -> None:
         "total_s": summary["seconds"]["total"],
         "dirty": summary["counts"],
         "jobs": total_jobs,
+        **spark_work,
         "stages": {name: {"seconds": summary["seconds"].get(name), **counts} for name, counts in stages.items()},
         "round_log": rounds,
         "round_median_s": round(statistics.median(r["seconds"] for r in rounds
@@ -187,13 +190,15 @@ def measure(args: argparse.Namespace, work: str) -> None:
     for name, figures in report["stages"].items():
         rounds_jobs = f" (+{figures['rounds_jobs']} in its rounds)" if "rounds_jobs" in figures else ""
         print(f"stage {name:<11} {figures['seconds'] or 0:7.2f} s  {figures['jobs']:5d} jobs {figures['stages']:5d} "
-              f"stages{rounds_jobs}", file=sys.stderr)
+              f"stages{rounds_jobs}; jobs ran {figures['jobs_s']:.2f} s, Catalyst's rules {figures['rules_s']:.2f} s",
+              file=sys.stderr)
     for entry in rounds:
         what = (f"round {entry['round']:>3}" if isinstance(entry["round"], int)
                 else f"static stratum {entry['round'][1:]}")  # held before the stratum's first round
         print(f"{entry['program']:>5} {what} {entry['seconds']:7.2f} s  {entry['jobs']:5d} jobs "
               f"{entry['stages']:5d} stages  +{entry['new']}", file=sys.stderr)
-    print(f"total {total_jobs} Spark jobs", file=sys.stderr)
+    print(f"total {total_jobs} Spark jobs: they ran {spark_work['jobs_s']:.2f} s; Catalyst's rules ran "
+          f"{spark_work['rule_runs']} times in {spark_work['rules_s']:.2f} s", file=sys.stderr)
     print(json.dumps(report))
 
 
@@ -250,7 +255,7 @@ def _bytes(folder: str) -> int:
 
 
 def _add(before: dict | None, more: dict) -> dict:
-    return {k: (before or {}).get(k, 0) + v for k, v in more.items()}
+    return {k: round((before or {}).get(k, 0) + v, 3) for k, v in more.items()}
 
 
 def _read_back(out: str, page: str, config: dict) -> dict:
