@@ -149,7 +149,8 @@ def measure(args: argparse.Namespace, work: str) -> None:
         stages[name]["rounds_jobs"] = sum(r["jobs"] for r in rounds if r["program"] == program)
     total_jobs = sum(s["jobs"] for s in stages.values()) + sum(r["jobs"] for r in rounds)
     # what Spark spent running the jobs and in Catalyst's rules, the stages' and their rounds'
-    spark_work = {k: round(sum(s[k] for s in (*stages.values(), *rounds)), 3) for k in ("jobs_s", "rules_s", "rule_runs")}
+    spark_work = {k: round(sum(s[k] for s in (*stages.values(), *rounds)), 3)
+                  for k in ("jobs_s", "rules_s", "rule_runs")}
     report = {
         "objects": args.objects or "example",
         "strategy": settings.strategy,
