@@ -60,8 +60,8 @@ class SparkWork:
                 if stage_info is not None and stage_info.numCompletedTasks:  # not skipped (its shuffle reused)
                     ran += 1
                     tasks += stage_info.numCompletedTasks
-        rules = self._rule_metrics()
-        (runs, nanos), self.last_rules = (rules[0] - self.last_rules[0], rules[1] - self.last_rules[1]), rules
+        (runs_before, nanos_before), self.last_rules = self.last_rules, self._rule_metrics()
+        runs, nanos = self.last_rules[0] - runs_before, self.last_rules[1] - nanos_before
         return {"jobs": len(jobs), "stages": ran, "skipped_stages": stages - ran, "tasks": tasks,
                 "jobs_s": round(ran_ms / 1000, 3), "rule_runs": runs, "rules_s": round(nanos / 1e9, 3)}
 
